@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import { type Clock, systemClock } from './clock.js';
+import type { Config } from './config.js';
+import type { Db } from './db/database.js';
+import { registerAuth } from './http/auth.js';
+import { errorHandler } from './http/error-handler.js';
+import { registerJsonParser } from './http/json-parser.js';
+import { PROBLEM_CONTENT_TYPE, problem } from './http/problem.js';
+import { apiRoutes } from './http/routes/index.js';
+import { healthRoutes } from './http/routes/health.js';
+
+export interface AppDeps {
+  config: Pick<Config, 'tokens' | 'bodyLimit'>;
+  db: Db;
+  logger: Logger;
+  clock?: Clock;
+  /** Names of the migrations this build knows; /readyz compares them with the database. */
+  migrations: readonly string[];
+}
+
+export const API_VERSION = '0.1.0';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Builds the HTTP application. Never listens and never reads process.env: main.ts does that. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const clock = deps.clock ?? systemClock;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: deps.config.bodyLimit,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) => {
+    void reply
+      .status(404)
+      .type(PROBLEM_CONTENT_TYPE)
+      .send({
+        ...problem(404, 'route-not-found', `There is no route ${request.method} ${request.url.split('?')[0]}.`),
+        instance: request.url,
+        requestId: String(request.id),
+      });
+  });
+  registerJsonParser(app);
+
+  app.addHook('onSend', async (request, reply) => {
+    void reply.header('x-request-id', String(request.id));
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const status = reply.statusCode;
+    const entry = { method: request.method, url: request.url, status, ms: Math.round(reply.elapsedTime) };
+    if (status >= 500) request.log.error(entry, 'request failed');
+    else if (status >= 400) request.log.info(entry, 'request rejected');
+    else request.log.debug(entry, 'request completed');
+  });
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'jobclock',
+        version: API_VERSION,
+        description:
+          'Periodic tasks and one-shot jobs for workers in any language. Errors are RFC 9457 problem documents.',
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'role:token pairs from JOBCLOCK_TOKENS' } },
+      },
+      security: [{ bearer: [] }],
+      tags: [
+        { name: 'health', description: 'Liveness and readiness (no token needed)' },
+        { name: 'schedules', description: 'Schedule grammars and previews' },
+        { name: 'periodic-tasks', description: 'Recurring tasks and their scheduler' },
+        { name: 'jobs', description: 'One-shot jobs' },
+        { name: 'workers', description: 'The worker protocol: lease, heartbeat, report' },
+      ],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+
+  await app.register(healthRoutes(deps));
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  await app.register(fastifySwaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+
+  await app.register(async (api) => {
+    registerAuth(api, deps.config.tokens);
+    await api.register(apiRoutes({ ...deps, clock }));
+  });
+
+  return app as unknown as FastifyInstance;
+}

