@@ -19,6 +19,7 @@ import { registerJsonParser } from './http/json-parser.js';
 import { PROBLEM_CONTENT_TYPE, problem } from './http/problem.js';
 import { apiRoutes } from './http/routes/index.js';
 import { healthRoutes } from './http/routes/health.js';
+import type { Services } from './services/index.js';
 
 export interface AppDeps {
   config: Pick<Config, 'tokens' | 'bodyLimit'>;
@@ -27,6 +28,7 @@ export interface AppDeps {
   clock?: Clock;
   /** Names of the migrations this build knows; /readyz compares them with the database. */
   migrations: readonly string[];
+  services: Services;
 }
 
 export const API_VERSION = '0.1.0';

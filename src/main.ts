@@ -1,10 +1,17 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { buildApp } from './app.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { EmbeddedStartError } from './db/embedded.js';
 import { knownMigrations } from './db/migrate.js';
+import { Notifications } from './db/notifications.js';
 import { createLogger } from './logger.js';
 import { migrateWithRetry, openRuntime } from './runtime.js';
+import { LeaseReaper } from './scheduler/lease-reaper.js';
+import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
+import type { ServiceContext } from './services/context.js';
+import { createServices } from './services/index.js';
 
 /** The only process entry: config, database, migrations, app, background loops, graceful stop. */
 async function main(): Promise<void> {
@@ -24,13 +31,20 @@ async function main(): Promise<void> {
   const migrated = migrateWithRetry(runtime.db, logger, shutdown.signal);
   if (config.databaseUrl === undefined) await migrated; // the embedded server is always reachable
 
-  const app = await buildApp({
-    config,
+  const instanceId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const notifications = new Notifications(runtime.db.url, logger);
+  const ctx: ServiceContext = {
     db: runtime.db,
-    logger,
     clock: systemClock,
-    migrations: await knownMigrations(),
-  });
+    logger,
+    notifications,
+    instanceId,
+    retentionMs: config.retentionMs,
+  };
+  const services = createServices(ctx);
+  const app = await buildApp({ config, db: runtime.db, logger, clock: systemClock, migrations: await knownMigrations(), services });
+  const scheduler = config.scheduler ? new PeriodicScheduler(ctx) : null;
+  const reaper = new LeaseReaper(ctx);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -44,7 +58,10 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs);
     force.unref();
     try {
-      await app.close();
+      services.jobs.shutdown(); // stop leasing; waiting long-polls answer 204 now
+      await Promise.all([scheduler?.stop(), reaper.stop()]); // unmarks what this instance marked
+      await app.close(); // finishes in-flight requests
+      await notifications.stop();
       await runtime.close();
       logger.info('stopped');
     } catch (err) {
@@ -57,12 +74,16 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
-  logger.info({ url: `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}`, scheduler: config.scheduler }, 'jobclock is listening');
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  logger.info({ url: `http://${host}:${config.port}`, instanceId, scheduler: config.scheduler }, 'jobclock is listening');
   await migrated;
+  await notifications.start();
+  scheduler?.start();
+  reaper.start();
 }
 
 main().catch((err: unknown) => {
-  const message = err instanceof EmbeddedStartError || err instanceof Error ? err.message : String(err);
+  const message = err instanceof Error ? err.message : String(err);
   process.stderr.write(`jobclock: failed to start: ${message}\n`);
   if (!(err instanceof EmbeddedStartError) && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
   process.exit(1);

@@ -49,6 +49,8 @@ export interface JobTable {
   periodic_task_id: string | null;
   scheduled_at: NullableTimestamp;
   timebox: number | null;
+  run_interval: number | null;
+  run_tolerance: number | null;
   worker: string | null;
   lease_token: string | null;
   lease_expires_at: NullableTimestamp;

@@ -1,11 +1,17 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../../app.js';
 import type { Clock } from '../../clock.js';
+import { jobRoutes } from './jobs.js';
+import { periodicTaskRoutes } from './periodic-tasks.js';
+import { scheduleRoutes } from './schedules.js';
+
+export type RouteDeps = AppDeps & { clock: Clock };
 
 /** Every authenticated API route. Each route declares its `access` (see http/auth.ts). */
-export function apiRoutes(deps: AppDeps & { clock: Clock }): FastifyPluginAsyncZod {
+export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
   return async (app) => {
-    void deps;
-    void app;
+    await app.register(scheduleRoutes(deps));
+    await app.register(periodicTaskRoutes(deps));
+    await app.register(jobRoutes(deps));
   };
 }

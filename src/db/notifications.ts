@@ -1,0 +1,133 @@
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+export type NotificationHandler = (payload: string) => void;
+
+/**
+ * One LISTEN connection per jobclock instance, fanned out in memory to any number of waiters
+ * (long-polling workers, the PeriodicScheduler) — never a connection per waiting request.
+ * Reconnects by itself; after a reconnect every handler is called once, since notifications sent
+ * while disconnected are lost.
+ */
+export class Notifications {
+  private client: pg.Client | null = null;
+  private readonly handlers = new Map<string, Set<NotificationHandler>>();
+  private stopped = false;
+  private connecting: Promise<void> | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private retryDelay = 250;
+
+  constructor(
+    private readonly url: string,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** Channels must be listed before start() or are LISTENed on when first subscribed. */
+  subscribe(channel: string, handler: NotificationHandler): () => void {
+    let set = this.handlers.get(channel);
+    if (!set) {
+      set = new Set();
+      this.handlers.set(channel, set);
+      if (this.client) void this.client.query(`LISTEN ${quoteIdent(channel)}`).catch(() => undefined);
+    }
+    set.add(handler);
+    return () => {
+      set.delete(handler);
+    };
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.connect();
+  }
+
+  get connected(): boolean {
+    return this.client !== null;
+  }
+
+  private connect(): Promise<void> {
+    if (this.connecting) return this.connecting;
+    this.connecting = (async () => {
+      const client = new pg.Client({ connectionString: this.url, application_name: 'jobclock-listener' });
+      client.on('notification', (msg) => this.dispatch(msg.channel, msg.payload ?? ''));
+      client.on('error', (err) => this.lost(client, err));
+      client.on('end', () => this.lost(client, new Error('connection ended')));
+      try {
+        await client.connect();
+        for (const channel of this.handlers.keys()) await client.query(`LISTEN ${quoteIdent(channel)}`);
+      } catch (err) {
+        await client.end().catch(() => undefined);
+        this.connecting = null;
+        this.scheduleRetry(err as Error);
+        return;
+      }
+      if (this.stopped) {
+        await client.end().catch(() => undefined);
+        this.connecting = null;
+        return;
+      }
+      const wasReconnect = this.retryDelay > 250;
+      this.client = client;
+      this.retryDelay = 250;
+      this.connecting = null;
+      if (wasReconnect) {
+        this.logger?.info('notification listener reconnected');
+        for (const channel of this.handlers.keys()) this.dispatch(channel, '');
+      }
+    })();
+    return this.connecting;
+  }
+
+  private lost(client: pg.Client, err: Error): void {
+    if (this.client !== client) return;
+    this.client = null;
+    void client.end().catch(() => undefined);
+    if (this.stopped) return;
+    this.scheduleRetry(err);
+  }
+
+  private scheduleRetry(err: Error): void {
+    if (this.stopped || this.retryTimer) return;
+    this.logger?.warn({ err: { message: err.message }, retryInMs: this.retryDelay }, 'notification listener disconnected; reconnecting');
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      void this.connect();
+    }, this.retryDelay);
+    this.retryTimer.unref();
+    this.retryDelay = Math.min(this.retryDelay * 2, 5_000);
+  }
+
+  /** Calls the handlers of a channel in this process (also used for wake-ups from this instance). */
+  dispatch(channel: string, payload: string): void {
+    const set = this.handlers.get(channel);
+    if (!set) return;
+    for (const handler of set) {
+      try {
+        handler(payload);
+      } catch (err) {
+        this.logger?.error({ err, channel }, 'notification handler failed');
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    const client = this.client;
+    this.client = null;
+    if (client) await client.end().catch(() => undefined);
+  }
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** Channel names used by jobclock. */
+export const CHANNELS = {
+  /** A job became runnable (inserted, requeued, retried). Sent by a trigger on INSERT, by services otherwise. */
+  jobs: 'jobclock_jobs',
+  /** A periodic task was created or changed: the PeriodicScheduler re-reads the earliest nextrun. */
+  tasks: 'jobclock_tasks',
+} as const;

@@ -1,0 +1,64 @@
+import { fieldsToWall, nextWallMatch, wallToFields } from './spec.js';
+import type { FieldSpec, WallFields } from './spec.js';
+import type { Zone } from './timezone.js';
+import type { Schedule, ScheduleContext } from './types.js';
+
+/** next() looks this many years ahead before giving up (returning null). */
+export const HORIZON_YEARS = 30;
+/** Supported wall-clock years. */
+const MIN_TIME = Date.UTC(1000, 0, 1);
+const MAX_YEAR = 9999;
+const MAX_TIME = Date.UTC(MAX_YEAR, 0, 1);
+
+/**
+ * First instant strictly after `after` (ms) whose wall time in `zone` matches `spec`.
+ * Wall times that do not exist (spring-forward gap) are skipped; wall times that occur twice
+ * (fall-back overlap) fire once, at their first occurrence.
+ */
+export function nextInstant(spec: FieldSpec, zone: Zone, after: number, horizonYears = HORIZON_YEARS): number | null {
+  if (Number.isNaN(after)) throw new RangeError('next(): `after` is an invalid Date');
+  if (after >= MAX_TIME) return null;
+  const a = Math.max(after, MIN_TIME - 1);
+  const start = Math.floor(a / 1000) * 1000 + 1000;
+  let fields: WallFields = wallToFields(start + zone.offsetAt(start));
+  const maxYear = Math.min(fields.y + horizonYears, MAX_YEAR);
+  for (;;) {
+    const m = nextWallMatch(spec, fields, maxYear);
+    if (m === null) return null;
+    const wall = fieldsToWall(m);
+    const r = zone.resolve(wall);
+    const first = r.instants[0];
+    if (first !== undefined && first > a) return first;
+    // In a gap, or a repeated wall time whose first occurrence is not after `after`: move on.
+    fields = wallToFields(r.resumeWall);
+  }
+}
+
+/** Cron and calendar schedules: a field spec evaluated in a time zone. */
+export class FieldSchedule implements Schedule {
+  readonly kind: 'cron' | 'calendar';
+  readonly source: string;
+  readonly timezone: string;
+  readonly everyMs = null;
+  readonly offsetMs = null;
+  readonly #spec: FieldSpec;
+  readonly #zone: Zone;
+
+  constructor(kind: 'cron' | 'calendar', source: string, timezone: string, spec: FieldSpec, zone: Zone) {
+    this.kind = kind;
+    this.source = source;
+    this.timezone = timezone;
+    this.#spec = spec;
+    this.#zone = zone;
+    Object.freeze(this);
+  }
+
+  /** `ctx.firstRunAt`, if given, is a lower bound: no occurrence before it. `ctx.anchor` is ignored. */
+  next(after: Date, ctx?: ScheduleContext): Date | null {
+    let a = after.getTime();
+    const floor = ctx?.firstRunAt?.getTime();
+    if (floor !== undefined && !Number.isNaN(floor) && floor - 1 > a) a = floor - 1;
+    const t = nextInstant(this.#spec, this.#zone, a);
+    return t === null ? null : new Date(t);
+  }
+}

@@ -1,0 +1,267 @@
+/**
+ * The compiled form shared by cron and calendar schedules: allowed values per wall-clock field,
+ * searched field by field (year → month → day → hour → minute → second), never minute by minute.
+ */
+
+/** A set of small integers with O(1) "smallest allowed value ≥ v" lookups. */
+export class ValueSet {
+  /** next[v] = smallest allowed value ≥ v, or -1. Has one extra slot past `max` (always -1). */
+  private readonly nextTable: Int16Array;
+  readonly min: number;
+  readonly max: number;
+
+  constructor(min: number, max: number, values: Iterable<number>) {
+    this.min = min;
+    this.max = max;
+    const has = new Uint8Array(max + 2);
+    for (const v of values) if (v >= min && v <= max) has[v] = 1;
+    this.nextTable = new Int16Array(max + 2).fill(-1);
+    let next = -1;
+    for (let v = max; v >= 0; v--) {
+      if (has[v]) next = v;
+      this.nextTable[v] = v >= min ? next : -1;
+    }
+    // Values below min map to the first allowed value.
+    for (let v = 0; v < min; v++) this.nextTable[v] = this.nextTable[min] as number;
+  }
+
+  /** Smallest allowed value ≥ v, or -1. */
+  next(v: number): number {
+    if (v > this.max) return -1;
+    return this.nextTable[v < 0 ? 0 : v] as number;
+  }
+
+  has(v: number): boolean {
+    return v >= this.min && v <= this.max && this.nextTable[v] === v;
+  }
+
+  get isEmpty(): boolean {
+    return this.next(this.min) < 0;
+  }
+
+  static all(min: number, max: number): ValueSet {
+    const vals: number[] = [];
+    for (let v = min; v <= max; v++) vals.push(v);
+    return new ValueSet(min, max, vals);
+  }
+}
+
+/** Years: arithmetic progressions `start, start+step, … ≤ end`. */
+export interface YearRule {
+  start: number;
+  end: number;
+  step: number;
+}
+
+/** Days counted from the month's end (systemd `~`): `fromEnd` 1 = last day; see calendar.ts. */
+export interface LastDayRule {
+  /** Days from the end, furthest first: the rule covers days `dim+1−far … dim+1−near` stepping `step`. */
+  far: number;
+  near: number;
+  step: number;
+}
+
+export interface FieldSpec {
+  /** null = every year. */
+  years: YearRule[] | null;
+  months: ValueSet; // 1-12
+  /** Day of month 1-31 (days counted from the start). */
+  days: ValueSet;
+  /** Extra day-of-month rules counted from the month's end (calendar `~`); OR-ed with `days`. */
+  lastDays: LastDayRule[];
+  /** 0 = Sunday … 6 = Saturday. */
+  weekdays: ValueSet;
+  /** 'and': day must match both day-of-month and weekday; 'or': either (Vixie cron, both restricted). */
+  dayMode: 'and' | 'or';
+  hours: ValueSet; // 0-23
+  minutes: ValueSet; // 0-59
+  seconds: ValueSet; // 0-59
+}
+
+export interface WallFields {
+  y: number;
+  mo: number; // 1-12
+  d: number; // 1-31
+  h: number;
+  mi: number;
+  s: number;
+}
+
+export function daysInMonth(y: number, mo: number): number {
+  switch (mo) {
+    case 2:
+      return (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0 ? 29 : 28;
+    case 4:
+    case 6:
+    case 9:
+    case 11:
+      return 30;
+    default:
+      return 31;
+  }
+}
+
+const DAY_MS = 86_400_000;
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
+export function daysFromCivil(y: number, m: number, d: number): number {
+  const yy = m <= 2 ? y - 1 : y;
+  const era = Math.floor(yy / 400);
+  const yoe = yy - era * 400;
+  const doy = Math.floor((153 * (m > 2 ? m - 3 : m + 9) + 2) / 5) + d - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146_097 + doe - 719_468;
+}
+
+/** 0 = Sunday. */
+export function weekday(y: number, mo: number, d: number): number {
+  const r = (daysFromCivil(y, mo, d) + 4) % 7; // 1970-01-01 was a Thursday
+  return r < 0 ? r + 7 : r;
+}
+
+/** Splits a wall time (local time encoded as if UTC, in ms) into fields, without Date. */
+export function wallToFields(wall: number): WallFields {
+  const days = Math.floor(wall / DAY_MS);
+  let rest = Math.floor((wall - days * DAY_MS) / 1000);
+  const h = Math.floor(rest / 3600);
+  rest -= h * 3600;
+  const mi = Math.floor(rest / 60);
+  const s = rest - mi * 60;
+  // civil_from_days
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const mo = mp < 10 ? mp + 3 : mp - 9;
+  const y = yoe + era * 400 + (mo <= 2 ? 1 : 0);
+  return { y, mo, d, h, mi, s };
+}
+
+export function fieldsToWall(f: WallFields): number {
+  return daysFromCivil(f.y, f.mo, f.d) * DAY_MS + ((f.h * 60 + f.mi) * 60 + f.s) * 1000;
+}
+
+/** Smallest year ≥ y allowed by the rules, or -1. */
+export function nextYear(years: YearRule[] | null, y: number): number {
+  if (years === null) return y;
+  let best = -1;
+  for (const r of years) {
+    let k: number;
+    if (y <= r.start) k = r.start;
+    else k = r.start + Math.ceil((y - r.start) / r.step) * r.step;
+    if (k <= r.end && (best < 0 || k < best)) best = k;
+  }
+  return best;
+}
+
+function lastDayMatches(rules: LastDayRule[], d: number, dim: number): boolean {
+  for (const r of rules) {
+    const lo = dim + 1 - r.far;
+    const hi = dim + 1 - r.near;
+    if (d >= lo && d <= hi && (d - lo) % r.step === 0) return true;
+  }
+  return false;
+}
+
+/** Smallest matching day ≥ d in the month, or -1. */
+function nextDay(spec: FieldSpec, y: number, mo: number, d: number): number {
+  const dim = daysInMonth(y, mo);
+  if (d > dim) return -1;
+  let dow = weekday(y, mo, d);
+  const hasLast = spec.lastDays.length > 0;
+  for (let dd = d; dd <= dim; dd++, dow = dow === 6 ? 0 : dow + 1) {
+    const domOk = spec.days.has(dd) || (hasLast && lastDayMatches(spec.lastDays, dd, dim));
+    const dowOk = spec.weekdays.has(dow);
+    if (spec.dayMode === 'and' ? domOk && dowOk : domOk || dowOk) return dd;
+  }
+  return -1;
+}
+
+/**
+ * Smallest wall time ≥ `start` (inclusive) matching the spec, with year ≤ maxYear; null if none.
+ */
+export function nextWallMatch(spec: FieldSpec, start: WallFields, maxYear: number): WallFields | null {
+  let { y, mo, d, h, mi, s } = start;
+  for (let guard = 0; guard < 1_000_000; guard++) {
+    if (y > maxYear) return null;
+    const y2 = nextYear(spec.years, y);
+    if (y2 < 0 || y2 > maxYear) return null;
+    if (y2 !== y) {
+      y = y2;
+      mo = 1;
+      d = 1;
+      h = mi = s = 0;
+    }
+    const mo2 = spec.months.next(mo);
+    if (mo2 < 0) {
+      y++;
+      mo = 1;
+      d = 1;
+      h = mi = s = 0;
+      continue;
+    }
+    if (mo2 !== mo) {
+      mo = mo2;
+      d = 1;
+      h = mi = s = 0;
+    }
+    const d2 = nextDay(spec, y, mo, d);
+    if (d2 < 0) {
+      mo++;
+      if (mo > 12) {
+        mo = 1;
+        y++;
+      }
+      d = 1;
+      h = mi = s = 0;
+      continue;
+    }
+    if (d2 !== d) {
+      d = d2;
+      h = mi = s = 0;
+    }
+    const h2 = spec.hours.next(h);
+    if (h2 < 0) {
+      d++;
+      h = mi = s = 0;
+      continue;
+    }
+    if (h2 !== h) {
+      h = h2;
+      mi = s = 0;
+    }
+    const mi2 = spec.minutes.next(mi);
+    if (mi2 < 0) {
+      h++;
+      mi = s = 0;
+      if (h > 23) {
+        h = 0;
+        d++;
+      }
+      continue;
+    }
+    if (mi2 !== mi) {
+      mi = mi2;
+      s = 0;
+    }
+    const s2 = spec.seconds.next(s);
+    if (s2 < 0) {
+      mi++;
+      s = 0;
+      if (mi > 59) {
+        mi = 0;
+        h++;
+        if (h > 23) {
+          h = 0;
+          d++;
+        }
+      }
+      continue;
+    }
+    return { y, mo, d, h, mi, s: s2 };
+  }
+  return null;
+}

@@ -1,0 +1,217 @@
+/**
+ * Time-zone arithmetic on top of Intl.DateTimeFormat, without a tz library.
+ *
+ * For every zone we lazily build, per UTC calendar year, a table of offset transitions: the offset
+ * is sampled once a week with Intl (one cached formatter per zone) and every change is bisected to
+ * the exact second. After that, instant → offset and wall time → instant are pure arithmetic.
+ * Limitation: a pair of transitions less than a week apart that cancel each other out would go
+ * unnoticed; for 1970–2040 weekly sampling finds exactly what daily sampling finds in every zone
+ * Intl knows (checked once against all of Intl.supportedValuesOf('timeZone')).
+ *
+ * "Wall time" below is a local date-time encoded as milliseconds as if it were UTC
+ * (`Date.UTC(y, m - 1, d, h, mi, s)`); `instant = wall − offset`.
+ */
+
+const DAY = 86_400_000;
+/** Widest UTC offset tzdata has ever used is just under 16 h (local mean times); bound with margin. */
+const MAX_OFFSET = 16 * 3_600_000;
+
+interface YearTable {
+  /** Offset in effect at the start of the year. */
+  readonly startOffset: number;
+  /** Instants (ascending) at which the offset changes, and the offset from then on. */
+  readonly at: number[];
+  readonly offset: number[];
+}
+
+export interface Zone {
+  /** The name as the caller gave it (Intl accepts it). */
+  readonly name: string;
+  /** Offset (ms, local − UTC) at an instant. */
+  offsetAt(instant: number): number;
+  /**
+   * Resolves a wall time. `instants` holds every instant showing that wall time, ascending (empty in a
+   * spring-forward gap, two in a fall-back overlap). `resumeWall` is the first wall time after the gap
+   * (when empty) or after the repeated stretch (when two).
+   */
+  resolve(wall: number): { instants: number[]; resumeWall: number };
+  /** True when the offset never changes (UTC, Etc/GMT+5 …): wall ↔ instant is a constant shift. */
+  readonly fixedOffset: number | null;
+}
+
+const zones = new Map<string, Zone | null>();
+
+function makeFormatter(name: string): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat('en-US', {
+    timeZone: name,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+  });
+}
+
+const FORMAT = /^(\d+)\/(\d+)\/(\d+),? (\d+):(\d+):(\d+)$/;
+
+/** Offset sampling step when building a year's table; changes between samples are bisected. */
+const SAMPLE_STEP = 7 * DAY;
+
+class IntlZone implements Zone {
+  readonly name: string;
+  readonly fixedOffset: number | null;
+  private readonly fmt: Intl.DateTimeFormat;
+  private readonly years = new Map<number, YearTable>();
+  // The table used last, with its UTC range, to skip the map lookup.
+  private lastTable: YearTable | null = null;
+  private lastStart = 0;
+  private lastEnd = 0;
+
+  constructor(name: string, fmt: Intl.DateTimeFormat, canonical: string) {
+    this.name = name;
+    this.fmt = fmt;
+    this.fixedOffset = /^(UTC|GMT|Etc\/.*)$/.test(canonical) ? this.rawOffset(Date.UTC(2000, 0, 1)) : null;
+  }
+
+  /** Offset straight from Intl (seconds precision). */
+  private rawOffset(instant: number): number {
+    const t = Math.floor(instant / 1000) * 1000;
+    const m = FORMAT.exec(this.fmt.format(t));
+    let wall: number;
+    if (m) {
+      wall = Date.UTC(Number(m[3]), Number(m[1]) - 1, Number(m[2]), Number(m[4]) % 24, Number(m[5]), Number(m[6]));
+    } else {
+      // Unexpected layout: fall back to the slower, layout-independent API.
+      const parts: Record<string, number> = {};
+      for (const p of this.fmt.formatToParts(t)) if (p.type !== 'literal') parts[p.type] = Number(p.value);
+      wall = Date.UTC(parts.year ?? 1970, (parts.month ?? 1) - 1, parts.day ?? 1, (parts.hour ?? 0) % 24, parts.minute ?? 0, parts.second ?? 0);
+    }
+    return wall - t;
+  }
+
+  private buildTable(year: number): YearTable {
+    const start = Date.UTC(year, 0, 1);
+    const end = Date.UTC(year + 1, 0, 1);
+    const startOffset = this.rawOffset(start);
+    const at: number[] = [];
+    const offset: number[] = [];
+    let prevT = start;
+    let prevO = startOffset;
+    for (let t = start + SAMPLE_STEP; prevT < end; t += SAMPLE_STEP) {
+      const tt = Math.min(t, end);
+      const o = this.rawOffset(tt);
+      while (o !== prevO) {
+        // Bisect (prevT, tt] for the first second showing a different offset.
+        let lo = prevT;
+        let hi = tt;
+        while (hi - lo > 1000) {
+          const mid = Math.floor((lo + hi) / 2000) * 1000;
+          if (this.rawOffset(mid) === prevO) lo = mid;
+          else hi = mid;
+        }
+        prevO = hi === tt ? o : this.rawOffset(hi);
+        prevT = hi;
+        if (hi < end) {
+          at.push(hi);
+          offset.push(prevO);
+        }
+        // If prevO still differs from o, a second change hides in (hi, tt]: loop again.
+      }
+      prevT = tt;
+    }
+    return { startOffset, at, offset };
+  }
+
+  /** The table of the UTC year containing `instant`. */
+  private tableAt(instant: number): YearTable {
+    if (this.lastTable !== null && instant >= this.lastStart && instant < this.lastEnd) return this.lastTable;
+    const year = new Date(instant).getUTCFullYear();
+    let tbl = this.years.get(year);
+    if (tbl === undefined) {
+      tbl = this.buildTable(year);
+      this.years.set(year, tbl);
+    }
+    this.lastTable = tbl;
+    this.lastStart = Date.UTC(year, 0, 1);
+    this.lastEnd = Date.UTC(year + 1, 0, 1);
+    return tbl;
+  }
+
+  offsetAt(instant: number): number {
+    if (this.fixedOffset !== null) return this.fixedOffset;
+    const tbl = this.tableAt(instant);
+    let o = tbl.startOffset;
+    for (let i = 0; i < tbl.at.length && (tbl.at[i] as number) <= instant; i++) o = tbl.offset[i] as number;
+    return o;
+  }
+
+  resolve(wall: number): { instants: number[]; resumeWall: number } {
+    if (this.fixedOffset !== null) return { instants: [wall - this.fixedOffset], resumeWall: wall + 1000 };
+    const lo = wall - MAX_OFFSET;
+    const hi = wall + MAX_OFFSET;
+    const loTable = this.tableAt(lo);
+    const loEnd = this.lastEnd;
+    const offset0 = this.offsetAt(lo);
+    // Segments of constant offset over the window: starts[i] is where offsets[i] begins.
+    const starts: number[] = [Number.NEGATIVE_INFINITY];
+    const offsets: number[] = [offset0];
+    for (const tbl of hi < loEnd ? [loTable] : [loTable, this.tableAt(hi)]) {
+      for (let i = 0; i < tbl.at.length; i++) {
+        const a = tbl.at[i] as number;
+        if (a > lo && a <= hi) {
+          starts.push(a);
+          offsets.push(tbl.offset[i] as number);
+        }
+      }
+    }
+    const n = starts.length;
+    if (n === 1) return { instants: [wall - (offsets[0] as number)], resumeWall: wall + 1000 };
+    const instants: number[] = [];
+    let firstSeg = -1;
+    for (let i = 0; i < n; i++) {
+      const t = wall - (offsets[i] as number);
+      const segEnd = i + 1 < n ? (starts[i + 1] as number) : Number.POSITIVE_INFINITY;
+      if (t >= (starts[i] as number) && t < segEnd) {
+        if (firstSeg < 0) firstSeg = i;
+        instants.push(t);
+      }
+    }
+    if (instants.length === 0) {
+      // In a gap: the wall times [start + offsetBefore, start + offsetAfter) do not exist.
+      for (let i = 1; i < n; i++) {
+        const s = starts[i] as number;
+        if (wall >= s + (offsets[i - 1] as number) && wall < s + (offsets[i] as number)) {
+          return { instants, resumeWall: s + (offsets[i] as number) };
+        }
+      }
+      return { instants, resumeWall: wall + 1000 };
+    }
+    if (instants.length > 1) {
+      // The first segment showing this wall time ends at starts[firstSeg + 1]; in wall time, that is
+      // where the repeated stretch ends.
+      const end = (starts[firstSeg + 1] as number) + (offsets[firstSeg] as number);
+      return { instants, resumeWall: Math.max(end, wall + 1000) };
+    }
+    return { instants, resumeWall: wall + 1000 };
+  }
+}
+
+/** The zone for an IANA name, or null when Intl does not know it. Cached (formatter and tables). */
+export function getZone(name: string): Zone | null {
+  const cached = zones.get(name);
+  if (cached !== undefined) return cached;
+  let zone: Zone | null = null;
+  if (typeof name === 'string' && name.trim() === name && name !== '' && !/^[+-]/.test(name)) {
+    try {
+      const fmt = makeFormatter(name);
+      zone = new IntlZone(name, fmt, fmt.resolvedOptions().timeZone);
+    } catch {
+      zone = null;
+    }
+  }
+  if (zones.size > 10_000) zones.clear();
+  zones.set(name, zone);
+  return zone;
+}
