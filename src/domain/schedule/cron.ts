@@ -122,6 +122,7 @@ export function parseCron(tokens: string[]): FieldSpec {
   return {
     years: null,
     seconds: new ValueSet(0, 59, seconds.values),
+    dayMasks: new Map(),
     minutes: new ValueSet(0, 59, minutes.values),
     hours: new ValueSet(0, 23, hours.values),
     days: new ValueSet(1, 31, days.values),

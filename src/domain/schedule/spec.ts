@@ -76,6 +76,8 @@ export interface FieldSpec {
   hours: ValueSet; // 0-23
   minutes: ValueSet; // 0-59
   seconds: ValueSet; // 0-59
+  /** Memo: (year·12 + month) → bit mask of matching days (bit d−1 for day d). */
+  dayMasks: Map<number, number>;
 }
 
 export interface WallFields {
@@ -166,18 +168,30 @@ function lastDayMatches(rules: LastDayRule[], d: number, dim: number): boolean {
   return false;
 }
 
-/** Smallest matching day ≥ d in the month, or -1. */
-function nextDay(spec: FieldSpec, y: number, mo: number, d: number): number {
+/** Bit mask of the days of a month that match the day-of-month, last-day and weekday rules. */
+function dayMask(spec: FieldSpec, y: number, mo: number): number {
+  const key = y * 12 + mo;
+  const cached = spec.dayMasks.get(key);
+  if (cached !== undefined) return cached;
   const dim = daysInMonth(y, mo);
-  if (d > dim) return -1;
-  let dow = weekday(y, mo, d);
   const hasLast = spec.lastDays.length > 0;
-  for (let dd = d; dd <= dim; dd++, dow = dow === 6 ? 0 : dow + 1) {
+  let mask = 0;
+  for (let dd = 1, dow = weekday(y, mo, 1); dd <= dim; dd++, dow = dow === 6 ? 0 : dow + 1) {
     const domOk = spec.days.has(dd) || (hasLast && lastDayMatches(spec.lastDays, dd, dim));
     const dowOk = spec.weekdays.has(dow);
-    if (spec.dayMode === 'and' ? domOk && dowOk : domOk || dowOk) return dd;
+    if (spec.dayMode === 'and' ? domOk && dowOk : domOk || dowOk) mask |= 1 << (dd - 1);
   }
-  return -1;
+  if (spec.dayMasks.size >= 4096) spec.dayMasks.clear();
+  spec.dayMasks.set(key, mask);
+  return mask;
+}
+
+/** Smallest matching day ≥ d in the month, or -1. */
+function nextDay(spec: FieldSpec, y: number, mo: number, d: number): number {
+  if (d > 31) return -1;
+  const rest = dayMask(spec, y, mo) >>> (d - 1);
+  if (rest === 0) return -1;
+  return d + 31 - Math.clz32(rest & -rest);
 }
 
 /**

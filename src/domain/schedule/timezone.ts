@@ -2,11 +2,12 @@
  * Time-zone arithmetic on top of Intl.DateTimeFormat, without a tz library.
  *
  * For every zone we lazily build, per UTC calendar year, a table of offset transitions: the offset
- * is sampled once a week with Intl (one cached formatter per zone) and every change is bisected to
+ * is sampled every 3 days with Intl (one cached formatter per zone) and every change is bisected to
  * the exact second. After that, instant → offset and wall time → instant are pure arithmetic.
- * Limitation: a pair of transitions less than a week apart that cancel each other out would go
- * unnoticed; for 1970–2040 weekly sampling finds exactly what daily sampling finds in every zone
- * Intl knows (checked once against all of Intl.supportedValuesOf('timeZone')).
+ * Limitation: a pair of transitions less than 3 days apart that cancel each other out would go
+ * unnoticed. The shortest such stretch in tzdata for 1970–2100 is ~7 days (America/Recife 2000,
+ * Asia/Gaza 2040: checked against every zone in Intl.supportedValuesOf('timeZone') at 6-hour
+ * resolution).
  *
  * "Wall time" below is a local date-time encoded as milliseconds as if it were UTC
  * (`Date.UTC(y, m - 1, d, h, mi, s)`); `instant = wall − offset`.
@@ -57,7 +58,9 @@ function makeFormatter(name: string): Intl.DateTimeFormat {
 const FORMAT = /^(\d+)\/(\d+)\/(\d+),? (\d+):(\d+):(\d+)$/;
 
 /** Offset sampling step when building a year's table; changes between samples are bisected. */
-const SAMPLE_STEP = 7 * DAY;
+const SAMPLE_STEP = 3 * DAY;
+/** A year gets a transition table once it has been looked up this often (next() looks up ~3 times). */
+const TABLE_AFTER_LOOKUPS = 48;
 
 class IntlZone implements Zone {
   readonly name: string;
@@ -68,6 +71,8 @@ class IntlZone implements Zone {
   private lastTable: YearTable | null = null;
   private lastStart = 0;
   private lastEnd = 0;
+  /** Lookups per year that has no table yet: sparse schedules (monthly, yearly) probe Intl directly. */
+  private readonly touches = new Map<number, number>();
 
   constructor(name: string, fmt: Intl.DateTimeFormat, canonical: string) {
     this.name = name;
@@ -139,9 +144,28 @@ class IntlZone implements Zone {
     return tbl;
   }
 
+  /**
+   * The year's table if it exists or the year has been looked up often enough to be worth one
+   * (~125 Intl calls); otherwise null and the caller asks Intl directly (1–2 calls).
+   */
+  private warmTableAt(instant: number): YearTable | null {
+    if (this.lastTable !== null && instant >= this.lastStart && instant < this.lastEnd) return this.lastTable;
+    const year = new Date(instant).getUTCFullYear();
+    if (this.years.has(year)) return this.tableAt(instant);
+    const n = (this.touches.get(year) ?? 0) + 1;
+    if (n >= TABLE_AFTER_LOOKUPS) {
+      this.touches.delete(year);
+      return this.tableAt(instant);
+    }
+    if (this.touches.size >= 10_000) this.touches.clear();
+    this.touches.set(year, n);
+    return null;
+  }
+
   offsetAt(instant: number): number {
     if (this.fixedOffset !== null) return this.fixedOffset;
-    const tbl = this.tableAt(instant);
+    const tbl = this.warmTableAt(instant);
+    if (tbl === null) return this.rawOffset(instant);
     let o = tbl.startOffset;
     for (let i = 0; i < tbl.at.length && (tbl.at[i] as number) <= instant; i++) o = tbl.offset[i] as number;
     return o;
@@ -151,6 +175,12 @@ class IntlZone implements Zone {
     if (this.fixedOffset !== null) return { instants: [wall - this.fixedOffset], resumeWall: wall + 1000 };
     const lo = wall - MAX_OFFSET;
     const hi = wall + MAX_OFFSET;
+    if (this.warmTableAt(lo) === null || this.warmTableAt(hi) === null) {
+      // Cold year: the same offset at both ends of the window means no transition inside it (tzdata
+      // never has two transitions within 32 h); otherwise fall through and build the tables.
+      const oLo = this.rawOffset(lo);
+      if (oLo === this.rawOffset(hi)) return { instants: [wall - oLo], resumeWall: wall + 1000 };
+    }
     const loTable = this.tableAt(lo);
     const loEnd = this.lastEnd;
     const offset0 = this.offsetAt(lo);

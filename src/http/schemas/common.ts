@@ -27,3 +27,12 @@ export const standardErrors = {
   415: ProblemSchema,
   503: ProblemSchema,
 } as const;
+
+/** An ISO 8601 timestamp with Z or an offset, read into a Date. */
+export const Timestamp = z.iso
+  .datetime({ offset: true, error: 'expected an ISO 8601 timestamp with Z or an offset, like 2026-11-20T09:00:00.000Z' })
+  .transform((s) => new Date(s))
+  .meta({ example: '2026-11-20T09:00:00.000Z' });
+
+/** A timestamp as jobclock writes it: ISO 8601 in UTC with milliseconds. */
+export const TimestampOut = z.string().meta({ format: 'date-time', example: '2026-11-20T09:00:00.000Z' });
