@@ -1,0 +1,189 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { type EmbeddedServer, startEmbedded } from '../../src/db/embedded.js';
+
+/**
+ * One embedded PostgreSQL for the whole run, with its default (durable) settings: fsync,
+ * synchronous_commit and full_page_writes on. Every measurement gets a fresh database copied
+ * from a template that already holds the schema of the system under test.
+ */
+const SETTINGS = { max_connections: '200', track_commit_timestamp: 'on' };
+
+export class BenchServer {
+  private constructor(
+    private readonly embedded: EmbeddedServer,
+    private readonly tmp: string,
+    readonly adminUrl: string,
+    /** Where statement counts come from: pg_stat_statements when it loads, else pg_stat_database. */
+    readonly statementSource: 'pg_stat_statements' | 'pg_stat_database',
+  ) {}
+
+  /**
+   * Only what the harness needs on top of the defaults: enough connections for 50 idle
+   * long-polls plus the references' pools; pg_stat_statements for counting statements
+   * (pg_stat_database's counters of a busy backend are flushed too rarely to time a 3 s window);
+   * track_commit_timestamp, so (h) can tell when each job was committed. Nothing that trades
+   * durability for speed.
+   */
+  static async start(): Promise<BenchServer> {
+    const tmp = await mkdtemp(path.join(os.tmpdir(), 'jobclock-bench-'));
+    await chmod(tmp, 0o755); // the postgres user must be able to enter it when we run as root
+    const dataDir = path.join(tmp, 'data');
+    let embedded: EmbeddedServer;
+    try {
+      try {
+        embedded = await startEmbedded({ dataDir, settings: { ...SETTINGS, shared_preload_libraries: 'pg_stat_statements' } });
+        const server = new BenchServer(embedded, tmp, embedded.url, 'pg_stat_statements');
+        try {
+          await server.admin((c) => c.query('create extension if not exists pg_stat_statements'));
+          return server;
+        } catch {
+          await embedded.stop();
+        }
+      } catch {
+        // no pg_stat_statements in these server binaries: start without it
+      }
+      embedded = await startEmbedded({ dataDir, settings: { ...SETTINGS, shared_preload_libraries: '' } });
+      return new BenchServer(embedded, tmp, embedded.url, 'pg_stat_database');
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  urlFor(database: string): string {
+    const u = new URL(this.adminUrl);
+    u.pathname = `/${database}`;
+    return u.toString();
+  }
+
+  async admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client({ connectionString: this.adminUrl, application_name: 'bench-admin' });
+    await client.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.end();
+    }
+  }
+
+  async createDatabase(template?: string, prefix = 'bench'): Promise<FreshDatabase> {
+    const name = `${prefix}_${randomBytes(5).toString('hex')}`;
+    await this.admin((c) => c.query(`create database "${name}"${template ? ` template "${template}"` : ''}`));
+    return new FreshDatabase(this, name, this.urlFor(name));
+  }
+
+  async serverVersion(): Promise<string> {
+    return this.admin(async (c) => (await c.query<{ v: string }>("select current_setting('server_version') as v")).rows[0]!.v);
+  }
+
+  async settings(names: readonly string[]): Promise<Record<string, string>> {
+    return this.admin(async (c) => {
+      const { rows } = await c.query<{ name: string; setting: string }>('select name, setting from pg_settings where name = any($1)', [names]);
+      return Object.fromEntries(rows.map((r) => [r.name, r.setting]));
+    });
+  }
+
+  async stop(): Promise<void> {
+    try {
+      await this.embedded.stop();
+    } finally {
+      await rm(this.tmp, { recursive: true, force: true });
+    }
+  }
+}
+
+export class FreshDatabase {
+  constructor(
+    private readonly server: BenchServer,
+    readonly name: string,
+    readonly url: string,
+  ) {}
+
+  async client(applicationName = 'bench'): Promise<pg.Client> {
+    const c = new pg.Client({ connectionString: this.url, application_name: applicationName });
+    await c.connect();
+    return c;
+  }
+
+  /** Runs statements on a short-lived connection. */
+  async exec(text: string, values?: unknown[]): Promise<pg.QueryResult> {
+    const c = await this.client('bench-setup');
+    try {
+      return await c.query(text, values);
+    } finally {
+      await c.end();
+    }
+  }
+
+  /**
+   * Before timing: fresh planner statistics for the tables just seeded (as autovacuum would have
+   * them soon), and a checkpoint so that no measurement pays for an earlier one's dirty pages.
+   */
+  async settle(): Promise<void> {
+    const c = await this.client('bench-setup');
+    try {
+      const { rows } = await c.query<{ t: string }>(
+        `select format('%I.%I', n.nspname, r.relname) as t
+           from pg_class r join pg_namespace n on n.oid = r.relnamespace
+          where r.relkind in ('r', 'p') and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg_toast%'`,
+      );
+      if (rows.length > 0) await c.query(`analyze ${rows.map((r) => r.t).join(', ')}`);
+    } finally {
+      await c.end();
+    }
+    await this.server.admin((a) => a.query('checkpoint'));
+  }
+
+  /**
+   * Statements executed in this database so far: calls in pg_stat_statements, or committed and
+   * rolled-back transactions in pg_stat_database when the extension is not loaded (each
+   * autocommit statement is one; a busy backend reports these only now and then).
+   */
+  async statements(): Promise<number> {
+    return this.server.admin(async (c) => {
+      const { rows } =
+        this.server.statementSource === 'pg_stat_statements'
+          ? await c.query<{ n: string }>(
+              `select coalesce(sum(calls), 0)::text as n from pg_stat_statements
+                where dbid = (select oid from pg_database where datname = $1)`,
+              [this.name],
+            )
+          : await c.query<{ n: string }>('select (xact_commit + xact_rollback)::text as n from pg_stat_database where datname = $1', [
+              this.name,
+            ]);
+      return Number(rows[0]?.n ?? 0);
+    });
+  }
+
+  /**
+   * Done with this database. DROP DATABASE costs a checkpoint (about a second with fsync on), so
+   * the database is left in place, closed to connections and to autovacuum so that it cannot
+   * stir in the background of later measurements; the whole server folder goes at the end.
+   */
+  async retire(): Promise<void> {
+    await this.server.admin((a) =>
+      a.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [this.name]),
+    );
+    const c = await this.client('bench-setup');
+    try {
+      const { rows } = await c.query<{ t: string }>(
+        `select format('%I.%I', n.nspname, r.relname) as t
+           from pg_class r join pg_namespace n on n.oid = r.relnamespace
+          where r.relkind = 'r' and n.nspname not in ('pg_catalog', 'information_schema') and n.nspname not like 'pg_toast%'`,
+      );
+      await c.query('begin');
+      for (const r of rows) await c.query(`alter table ${r.t} set (autovacuum_enabled = false, toast.autovacuum_enabled = false)`);
+      await c.query('commit');
+    } finally {
+      await c.end();
+    }
+    await this.server.admin(async (a) => {
+      await a.query(`alter database "${this.name}" allow_connections false`);
+      await a.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [this.name]);
+    });
+  }
+}

@@ -1,0 +1,141 @@
+/** (d) enqueue: POST /jobs ×8 vs pg-boss send() ×8; POST /jobs/batch of 1000 vs a raw multi-row INSERT. */
+import PgBoss from 'pg-boss';
+import { type BenchContext, scaled, type Unit, type UnitResult } from '../lib/context.js';
+import { HttpClient, unexpected } from '../lib/http.js';
+import { tokenOf } from '../lib/tokens.js';
+import { PGBOSS_QUEUE, pgBossOptions } from '../lib/templates.js';
+
+const singleJobs = (ctx: BenchContext) => scaled(ctx, 4_000, 200);
+const batchJobs = (ctx: BenchContext) => scaled(ctx, 20_000, 2_000);
+const timeboxMs = (ctx: BenchContext) => Math.max(2_000, Math.round(3_000 * ctx.scale));
+const CLIENTS = 8;
+const BATCH = 1000;
+
+function rate(done: number, ms: number, n: number): UnitResult {
+  const r: UnitResult = { value: (done * 1000) / ms, extra: { jobs: done, ms } };
+  if (done < n) r.note = `time-boxed: ${done} of ${n}`;
+  return r;
+}
+
+/** Runs `clients` loops that share one counter of `n` operations, until done or the time box ends. */
+async function loops(clients: number, n: number, timebox: number, op: (i: number, loop: number) => Promise<number>) {
+  let next = 0;
+  let done = 0;
+  const started = performance.now();
+  const deadline = started + timebox;
+  await Promise.all(
+    Array.from({ length: clients }, async (_, loop) => {
+      while (next < n && performance.now() < deadline) {
+        const i = next;
+        next += 1;
+        const added = await op(i, loop); // not `done += await …`: that reads `done` before awaiting
+        done += added;
+      }
+    }),
+  );
+  return { done, ms: performance.now() - started };
+}
+
+export const postJobs: Unit = {
+  key: 'd.post',
+  guardMs: (ctx) => timeboxMs(ctx) + 45_000,
+  async run(ctx) {
+    const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
+    let client: HttpClient | null = null;
+    try {
+      const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
+      await db.settle();
+      const c = new HttpClient(base, tokenOf('producer'), CLIENTS);
+      client = c;
+      const n = singleJobs(ctx);
+      const { done, ms } = await loops(CLIENTS, n, timeboxMs(ctx), async (i) => {
+        const res = await c.post('/jobs', { type: 'bench', args: { n: i } });
+        if (res.status !== 201) throw unexpected('POST /jobs', res);
+        return 1;
+      });
+      return rate(done, ms, n);
+    } finally {
+      client?.close();
+      await ctx.host.close().catch(() => undefined);
+      await db.retire();
+    }
+  },
+};
+
+export const pgBossSend: Unit = {
+  key: 'd.pgboss',
+  guardMs: (ctx) => timeboxMs(ctx) + 45_000,
+  async run(ctx) {
+    const db = await ctx.server.createDatabase(await ctx.templates.pgboss());
+    const boss = new PgBoss(pgBossOptions(db.url));
+    boss.on('error', (err) => ctx.log(`pg-boss error: ${err.message}`));
+    try {
+      await boss.start();
+      await db.settle();
+      const n = singleJobs(ctx);
+      const { done, ms } = await loops(CLIENTS, n, timeboxMs(ctx), async (i) => {
+        const id = await boss.send(PGBOSS_QUEUE, { n: i });
+        if (!id) throw new Error('pg-boss send() returned no id');
+        return 1;
+      });
+      return rate(done, ms, n);
+    } finally {
+      await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
+      await db.retire();
+    }
+  },
+};
+
+export const postBatch: Unit = {
+  key: 'd.batch',
+  guardMs: (ctx) => timeboxMs(ctx) + 45_000,
+  async run(ctx) {
+    const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
+    let client: HttpClient | null = null;
+    try {
+      const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
+      await db.settle();
+      const c = new HttpClient(base, tokenOf('producer'), 1);
+      client = c;
+      const batches = Math.ceil(batchJobs(ctx) / BATCH);
+      const { done, ms } = await loops(1, batches, timeboxMs(ctx), async (b) => {
+        const jobs = Array.from({ length: BATCH }, (_, k) => ({ type: 'bench', args: { n: b * BATCH + k } }));
+        const res = await c.post('/jobs/batch', { jobs });
+        if (res.status !== 201) throw unexpected('POST /jobs/batch', res);
+        const created = (res.body as { jobs?: unknown[] }).jobs;
+        if (!Array.isArray(created) || created.length !== BATCH) throw new Error('POST /jobs/batch: 201 without 1000 jobs');
+        return BATCH;
+      });
+      return rate(done, ms, batches * BATCH);
+    } finally {
+      client?.close();
+      await ctx.host.close().catch(() => undefined);
+      await db.retire();
+    }
+  },
+};
+
+/** The same 1000 jobs per statement, as one INSERT … VALUES (…), (…), … on one connection. */
+export const rawInsert: Unit = {
+  key: 'd.raw',
+  guardMs: (ctx) => timeboxMs(ctx) + 45_000,
+  async run(ctx) {
+    const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
+    const client = await db.client('bench-raw');
+    try {
+      const values = Array.from({ length: BATCH }, (_, k) => `('bench', $${k + 1}::jsonb, now())`).join(', ');
+      const text = `insert into job (type, args, run_at) values ${values} returning id`;
+      const batches = Math.ceil(batchJobs(ctx) / BATCH);
+      await db.settle();
+      const { done, ms } = await loops(1, batches, timeboxMs(ctx), async (b) => {
+        const params = Array.from({ length: BATCH }, (_, k) => JSON.stringify({ n: b * BATCH + k }));
+        const res = await client.query(text, params);
+        return res.rowCount ?? 0;
+      });
+      return rate(done, ms, batches * BATCH);
+    } finally {
+      await client.end();
+      await db.retire();
+    }
+  },
+};

@@ -1,0 +1,213 @@
+/** The table: one row per figure, medians over rounds with min–max, ratios taken within each round. */
+import type { UnitResult } from './lib/context.js';
+import { fmt, fmtSpread, latencySummary, type Spread, spread } from './lib/stats.js';
+
+export type RoundResults = Map<string, UnitResult | { error: string }>;
+
+export interface TableRow {
+  measurement: string;
+  result: string;
+  ratio: string;
+  target: string;
+  pass: string;
+}
+
+export interface Summary {
+  rows: TableRow[];
+  /** Machine-readable version of every row, for latest.json. */
+  figures: Record<string, unknown>;
+}
+
+const ok = (r: UnitResult | { error: string } | undefined): r is UnitResult => !!r && !('error' in r);
+
+function values(rounds: RoundResults[], key: string, pick: (r: UnitResult) => number = (r) => r.value): number[] {
+  return rounds.map((m) => m.get(key)).filter(ok).map(pick).filter((v) => Number.isFinite(v));
+}
+
+/** Why a figure is missing: the first error of that unit, or "not run". */
+function reason(rounds: RoundResults[], key: string): string {
+  for (const m of rounds) {
+    const r = m.get(key);
+    if (r && 'error' in r) return `n/a: ${r.error}`;
+  }
+  return 'n/a: not run';
+}
+
+function ratios(rounds: RoundResults[], num: string, den: string, pick: (r: UnitResult) => number = (r) => r.value): number[] {
+  const out: number[] = [];
+  for (const m of rounds) {
+    const a = m.get(num);
+    const b = m.get(den);
+    if (ok(a) && ok(b) && pick(b) > 0) out.push(pick(a) / pick(b));
+  }
+  return out;
+}
+
+/** Time-boxed runs and failed rounds, said next to a figure that other rounds produced. */
+function notes(rounds: RoundResults[], key: string): string {
+  const results = rounds.map((m) => m.get(key)).filter((r) => r !== undefined);
+  const parts: string[] = [];
+  const noted = results.filter(ok).map((r) => r.note).filter((n): n is string => !!n);
+  for (const kind of new Set(noted.map((n) => (n.startsWith('time-boxed') ? 'time-boxed' : n)))) {
+    const count = noted.filter((n) => n === kind || (kind === 'time-boxed' && n.startsWith(kind))).length;
+    parts.push(results.length > 1 ? `${kind} in ${count}/${results.length} rounds` : kind === 'time-boxed' ? noted[0]! : kind);
+  }
+  const failed = results.filter((r): r is { error: string } => !!r && 'error' in r);
+  if (failed.length > 0) parts.push(`failed in ${failed.length}/${results.length} rounds: ${failed[0]!.error}`);
+  return parts.length ? ` (${parts.join('; ')})` : '';
+}
+
+const passMark = (pass: boolean | null) => (pass === null ? '—' : pass ? 'PASS' : 'FAIL');
+
+export function summarize(rounds: RoundResults[], lateness: RoundResults | null, scheduleNames: string[], statementSource: string): Summary {
+  const rows: TableRow[] = [];
+  const figures: Record<string, unknown> = {};
+
+  /** A throughput row; `vs[0]` may carry a target (min > 0), the other ratios are for context. */
+  const rate = (key: string, label: string, unit: string, vs: { key: string; label: string; min?: number }[] = []) => {
+    const v = spread(values(rounds, key));
+    const result = v ? fmtSpread(v, unit) + notes(rounds, key) : reason(rounds, key);
+    const parts: string[] = [];
+    const ratioFigures: Record<string, Spread | null> = {};
+    let target = '';
+    let pass: boolean | null = null;
+    for (const [i, ref] of vs.entries()) {
+      const r = spread(ratios(rounds, key, ref.key));
+      ratioFigures[ref.key] = r;
+      parts.push(r ? `${fmtSpread(r)}× ${ref.label}` : `n/a vs ${ref.label}`);
+      if (i === 0 && ref.min) {
+        target = `≥ ${ref.min}× ${ref.label}`;
+        pass = r ? r.median >= ref.min : null;
+      }
+    }
+    rows.push({ measurement: label, result, ratio: parts.join(' · '), target, pass: target ? passMark(pass) : '' });
+    figures[key] = { label, unit, value: v, ratios: ratioFigures, target: target || undefined, pass: target ? pass : undefined };
+  };
+
+  // Worker protocol
+  rate('a.raw1', '(a) raw SQL claim + finish, 1 job/statement, 8 conns', 'jobs/s');
+  rate('a.raw100', '(a) raw SQL claim + finish, 100 jobs/statement, 4 conns', 'jobs/s');
+  rate('b.reports', '(b) jobclock: lease 100 + POST /jobs/reports, 4 workers', 'jobs/s', [
+    { key: 'c.pgboss', label: 'pg-boss', min: 1.5 },
+    { key: 'c.graphile', label: 'graphile' },
+    { key: 'a.raw100', label: 'raw 100' },
+  ]);
+  rate('b.perjob', '(b) jobclock: lease 100 + POST /jobs/{id}/finished each, 48 conns', 'jobs/s', [
+    { key: 'c.pgboss', label: 'pg-boss', min: 1.0 },
+    { key: 'c.graphile', label: 'graphile' },
+  ]);
+  rate('c.pgboss', '(c) pg-boss: fetch 100 + complete(ids), 4 loops', 'jobs/s', [{ key: 'a.raw100', label: 'raw 100' }]);
+  rate('c.graphile', '(c) graphile-worker: concurrency 24, localQueue 500, batched completion', 'jobs/s', [{ key: 'a.raw100', label: 'raw 100' }]);
+  // Enqueue
+  rate('d.post', '(d) POST /jobs, 8 clients', 'jobs/s', [{ key: 'd.pgboss', label: 'pg-boss send', min: 3 }]);
+  rate('d.pgboss', '(d) pg-boss send(), 8 callers', 'jobs/s');
+  rate('d.batch', '(d) POST /jobs/batch of 1000, 1 client', 'jobs/s', [{ key: 'd.raw', label: 'raw INSERT', min: 0.5 }]);
+  rate('d.raw', '(d) raw multi-row INSERT of 1000, 1 conn', 'jobs/s');
+
+  // Wake latency: percentiles over all samples of all rounds; the p50 ratio within each round.
+  const latency = (key: string, label: string, vs?: string) => {
+    const samples = rounds.flatMap((m) => {
+      const r = m.get(key);
+      return ok(r) ? (r.samples ?? []) : [];
+    });
+    if (samples.length === 0) {
+      rows.push({ measurement: label, result: reason(rounds, key), ratio: vs ? 'n/a' : '', target: vs ? 'p50 ≤ 2.5× raw; max < 50 ms' : '', pass: vs ? '—' : '' });
+      figures[key] = { label, unit: 'ms', value: null };
+      return;
+    }
+    const s = latencySummary(samples);
+    const result = `p50 ${fmt(s.p50)} · p95 ${fmt(s.p95)} · p99 ${fmt(s.p99)} · max ${fmt(s.max)} ms (n=${s.n})${notes(rounds, key)}`;
+    let ratio = '';
+    let target = '';
+    let pass = '';
+    let r: Spread | null = null;
+    if (vs) {
+      r = spread(ratios(rounds, key, vs));
+      ratio = r ? `p50 ${fmtSpread(r)}× raw` : 'n/a';
+      target = 'p50 ≤ 2.5× raw; max < 50 ms';
+      pass = passMark(r ? r.median <= 2.5 && s.max < 50 : null);
+    }
+    rows.push({ measurement: label, result, ratio, target, pass });
+    figures[key] = { label, unit: 'ms', pooled: s, p50PerRound: spread(values(rounds, key)), ratioP50: r, pass: pass || undefined };
+  };
+  latency('e.jobclock', '(e) wake latency: INSERT → POST /jobs/next {wait} answers', 'e.raw');
+  latency('e.raw', '(e) wake latency: INSERT → LISTEN client claims (raw floor)');
+
+  // Idle waiters
+  {
+    const key = 'f.idle';
+    const per = spread(values(rounds, key));
+    const r0 = spread(values(rounds, key, (r) => r.extra?.perSecNoWaiters ?? Number.NaN));
+    const r50 = spread(values(rounds, key, (r) => r.extra?.perSec50Waiters ?? Number.NaN));
+    const label = `(f) DB statements/s (${statementSource}): no waiter → 50 idle long-polls`;
+    if (per && r0 && r50) {
+      rows.push({
+        measurement: label,
+        result: `${fmtSpread(r0)} → ${fmtSpread(r50)} /s${notes(rounds, key)}`,
+        ratio: `+${fmtSpread(per)} /s per worker`,
+        target: '≤ 0.05 /s per idle worker',
+        pass: passMark(per.median <= 0.05),
+      });
+    } else rows.push({ measurement: label, result: reason(rounds, key), ratio: 'n/a', target: '≤ 0.05 /s per idle worker', pass: '—' });
+    figures[key] = { label, perWorker: per, noWaiters: r0, waiters50: r50, pass: per ? per.median <= 0.05 : null };
+  }
+
+  // Scheduler
+  rate('g.jobclock', '(g) 100k due tasks: PeriodicScheduler.tick submissions', 'jobs/s', [{ key: 'g.sql', label: 'SQL loop', min: 0.5 }]);
+  rate('g.sql', '(g) 100k due tasks: plain multi-row INSERT loop, 1000/stmt', 'jobs/s');
+  {
+    const key = 'h.lateness';
+    const r = lateness?.get(key);
+    const label = '(h) lateness (job created − nextRun), tasks spread over the window';
+    if (ok(r)) {
+      const s = latencySummary(r.samples ?? []);
+      const tasks = r.extra?.tasks ?? s.n;
+      const windowS = (r.extra?.windowMs ?? 0) / 1000;
+      rows.push({
+        measurement: `${label} (${tasks} tasks / ${fmt(windowS)} s)`,
+        result: `p50 ${fmt(s.p50)} · p99 ${fmt(s.p99)} · max ${fmt(s.max)} ms (min ${fmt(s.min)})${r.note ? ` (${r.note})` : ''}`,
+        ratio: '',
+        target: 'p99 ≤ 100 ms',
+        pass: passMark(s.p99 <= 100 && !r.note),
+      });
+      figures[key] = { label, summary: s, extra: r.extra, note: r.note, pass: s.p99 <= 100 && !r.note };
+      const e = r.extra ?? {};
+      if ((e.committedN ?? 0) > 0) {
+        const p99 = e.committedP99 ?? Number.NaN;
+        rows.push({
+          measurement: '(h) lateness (INSERT committed − nextRun), same run',
+          result: `p50 ${fmt(e.committedP50 ?? Number.NaN)} · p99 ${fmt(p99)} · max ${fmt(e.committedMax ?? Number.NaN)} ms (min ${fmt(e.committedMin ?? Number.NaN)})`,
+          ratio: '',
+          target: 'p99 ≤ 100 ms',
+          pass: passMark(p99 <= 100 && !r.note),
+        });
+        figures['h.committed'] = { label: 'lateness, commit time', p99, pass: p99 <= 100 && !r.note };
+      }
+    } else {
+      rows.push({ measurement: label, result: lateness ? reason([lateness], key) : 'n/a: skipped', ratio: '', target: 'p99 ≤ 100 ms', pass: '—' });
+      figures[key] = { label, value: null };
+    }
+  }
+
+  // Schedule engine
+  if (scheduleNames.length === 0) {
+    rows.push({ measurement: '(i) schedule engine: next occurrences', result: reason(rounds, 'i.schedules'), ratio: '', target: '', pass: '' });
+  }
+  for (const name of scheduleNames) {
+    const v = spread(values(rounds, 'i.schedules', (r) => r.extra?.[name] ?? Number.NaN));
+    rows.push({ measurement: `(i) next occurrence: ${name}`, result: fmtSpread(v, 'ops/s'), ratio: '', target: '', pass: '' });
+    figures[`i.${name}`] = { label: name, unit: 'ops/s', value: v };
+  }
+  return { rows, figures };
+}
+
+/** A Markdown table whose columns are padded, so it reads well in a terminal and in a README. */
+export function renderTable(rows: TableRow[]): string {
+  const head: TableRow = { measurement: 'Measurement', result: 'Result: median [min–max]', ratio: 'Ratio (within round)', target: 'Target', pass: 'Pass' };
+  const cols: (keyof TableRow)[] = ['measurement', 'result', 'ratio', 'target', 'pass'];
+  const width = (c: keyof TableRow) => Math.max(...[head, ...rows].map((r) => [...r[c]].length));
+  const widths = cols.map(width);
+  const line = (r: TableRow) => `| ${cols.map((c, i) => r[c] + ' '.repeat(widths[i]! - [...r[c]].length)).join(' | ')} |`;
+  const rule = `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`;
+  return [line(head), rule, ...rows.map(line)].join('\n');
+}
