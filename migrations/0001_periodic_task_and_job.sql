@@ -64,9 +64,15 @@ CREATE TABLE job (
   -- the slot of the periodic task this job was submitted for
   scheduled_at      timestamptz,
   timebox           bigint      CHECK (timebox > 0),
+  -- the drop check at lease time (policy allow): a job that would begin before
+  -- task.last_run + run_interval - run_tolerance is dropped. NULL: no check.
+  run_interval      bigint      CHECK (run_interval > 0),
+  run_tolerance     bigint      CHECK (run_tolerance >= 0),
   worker            text,
   lease_token       uuid,
   lease_expires_at  timestamptz,
+  -- the lease length the worker asked for; a heartbeat without `lease` extends by it again
+  lease_duration    bigint      CHECK (lease_duration > 0),
   started_at        timestamptz,
   deadline          timestamptz,
   finished_at       timestamptz,
@@ -82,6 +88,8 @@ CREATE TABLE job (
 
 -- The lease query: queued jobs in priority order, then run_at, then creation (id).
 CREATE INDEX job_lease_idx ON job (priority DESC, run_at, id) WHERE state = 'queued';
+-- Long-polling workers sleep until the earliest queued job in the future becomes runnable.
+CREATE INDEX job_queued_run_at_idx ON job (run_at) WHERE state = 'queued';
 -- Leasing filtered by type.
 CREATE INDEX job_lease_type_idx ON job (type, priority DESC, run_at, id) WHERE state = 'queued';
 -- The lease reaper: running jobs by lease expiry and by deadline.

@@ -54,6 +54,7 @@ export interface JobTable {
   worker: string | null;
   lease_token: string | null;
   lease_expires_at: NullableTimestamp;
+  lease_duration: number | null;
   started_at: NullableTimestamp;
   deadline: NullableTimestamp;
   finished_at: NullableTimestamp;

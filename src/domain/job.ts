@@ -1,18 +1,54 @@
 /**
+ * One-shot jobs: states, who moves a job out of each, retry backoff, deadlines and the errors
+ * jobclock records on a job itself. Pure: time and randomness come in as arguments.
+ *
  * Job states, documented by who moves a job out of each:
- * - queued:    POST /jobs/next leases it (-> running); cancel (-> cancelled); the lease-time drop
- *              check (-> dropped)
- * - running:   its worker reports finished/failed; the LeaseReaper requeues or fails it when the
- *              lease expires or the deadline passes; cancel (-> cancelled)
- * - finished, failed, dropped, cancelled: final; only POST /jobs/{id}/retry queues it again
+ * - queued:    POST /jobs/next leases it (-> running), or the lease-time drop check drops it
+ *              (-> dropped); PATCH changes its priority/runAt; cancel (-> cancelled)
+ * - running:   its worker reports finished (-> finished) or failed (-> queued with attempts left,
+ *              else failed); the LeaseReaper requeues or fails it when the lease expires, and fails
+ *              it when its deadline and grace have passed; cancel (-> cancelled)
+ * - finished, failed, dropped, cancelled: final; only POST /jobs/{id}/retry moves a failed,
+ *              dropped or cancelled job out again (-> queued); the LeaseReaper deletes final jobs
+ *              older than the retention
  */
+import { formatDuration, MS_PER_HOUR, MS_PER_SECOND } from './duration.js';
+
 export const JOB_STATES = ['queued', 'running', 'finished', 'failed', 'dropped', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 export const FINAL_STATES: readonly JobState[] = ['finished', 'failed', 'dropped', 'cancelled'];
 export const OPEN_STATES: readonly JobState[] = ['queued', 'running'];
+/** The states POST /jobs/{id}/retry accepts. */
+export const RETRYABLE_STATES: readonly JobState[] = ['failed', 'dropped', 'cancelled'];
+/** The states cancel accepts. */
+export const CANCELLABLE_STATES: readonly JobState[] = ['queued', 'running'];
 
 export const isFinal = (s: JobState): boolean => FINAL_STATES.includes(s);
+
+/** Every move a job can make, and what makes it. */
+export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
+  queued: ['running', 'dropped', 'cancelled'],
+  running: ['finished', 'queued', 'failed', 'cancelled'],
+  finished: [],
+  failed: ['queued'],
+  dropped: ['queued'],
+  cancelled: ['queued'],
+};
+
+export function canTransition(from: JobState, to: JobState): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+export const DEFAULT_MAX_ATTEMPTS = 3;
+/** Jobs of periodic tasks get one attempt: the next run is the retry. */
+export const PERIODIC_MAX_ATTEMPTS = 1;
+export const DEFAULT_LEASE_MS = 30 * MS_PER_SECOND;
+export const MIN_LEASE_MS = MS_PER_SECOND;
+export const MAX_LEASE_MS = 24 * MS_PER_HOUR;
+export const MAX_WAIT_MS = 60 * MS_PER_SECOND;
+export const MAX_LEASE_LIMIT = 100;
+export const MAX_BATCH = 1000;
 
 /** A job as the API shows it. Timestamps are Dates here; the HTTP layer writes ISO strings. */
 export interface Job {
@@ -30,6 +66,7 @@ export interface Job {
   uniqueKey: string | null;
   periodicTaskId: string | null;
   scheduledAt: Date | null;
+  /** Milliseconds, or null for no timebox. */
   timebox: number | null;
   worker: string | null;
   startedAt: Date | null;
@@ -48,4 +85,163 @@ export interface LeasedJob extends Job {
   leaseToken: string;
   /** The periodic task's saved state, for a run that resumes where the last one stopped. */
   taskState: unknown;
+}
+
+/** What a producer may set when creating a job (durations in ms, defaults not yet applied). */
+export interface NewJob {
+  type: string;
+  args?: unknown;
+  group?: string | undefined;
+  priority?: number | undefined;
+  runAt?: Date | undefined;
+  maxAttempts?: number | undefined;
+  uniqueKey?: string | null | undefined;
+  timebox?: number | null | undefined;
+  subject?: string | null | undefined;
+  submitter?: string | null | undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retry backoff
+
+export const BACKOFF_BASE_MS = MS_PER_SECOND;
+export const BACKOFF_MAX_MS = MS_PER_HOUR;
+/** Jitter spreads retries of jobs that failed together: ±20 %. */
+export const BACKOFF_JITTER = 0.2;
+/** 2^31 s is far beyond the cap; keeps the power finite and exact. */
+const BACKOFF_MAX_EXPONENT = 31;
+
+/** A random source in [0, 1), like Math.random. Tests hand in a fixed one. */
+export type RandomSource = () => number;
+
+/** The jitter factor, in [1 − 20 %, 1 + 20 %), drawn from `random`. */
+export function backoffJitter(random: RandomSource): number {
+  return 1 + BACKOFF_JITTER * (2 * random() - 1);
+}
+
+/**
+ * The delay before the next attempt of a job that failed on attempt number `attempts` (1 for its
+ * first attempt): `min(2^attempts s, 1 h) × jitter`. The same formula is evaluated in SQL by
+ * jobReport (repositories/jobs.ts), with the jitter factor drawn here.
+ */
+export function retryDelayMs(attempts: number, jitter: number): number {
+  const exponent = Math.min(Math.max(attempts, 0), BACKOFF_MAX_EXPONENT);
+  return Math.round(Math.min(BACKOFF_BASE_MS * 2 ** exponent, BACKOFF_MAX_MS) * jitter);
+}
+
+/** Exponential backoff with jitter for a job that failed on attempt `attempts`. */
+export function backoffMs(attempts: number, random: RandomSource): number {
+  return retryDelayMs(attempts, backoffJitter(random));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deadlines
+
+export const MIN_GRACE_MS = MS_PER_SECOND;
+
+/**
+ * After its deadline a job still has this long to report (a worker told to stop saves its state):
+ * 10 % of the timebox, at least 1 s. Mirrored in SQL (graceSql in repositories/jobs.ts).
+ */
+export function timeboxGraceMs(timeboxMs: number): number {
+  return Math.max(Math.floor(timeboxMs / 10), MIN_GRACE_MS);
+}
+
+/** `startedAt + timebox`, or null without a timebox. */
+export function deadlineOf(startedAt: Date, timeboxMs: number | null): Date | null {
+  return timeboxMs === null ? null : new Date(startedAt.getTime() + timeboxMs);
+}
+
+/** A heartbeat answers `cancel: true` once the job was cancelled or its deadline passed. */
+export function shouldCancel(job: { state: JobState; deadline: Date | null }, now: Date): boolean {
+  return job.state === 'cancelled' || (job.deadline !== null && now.getTime() >= job.deadline.getTime());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lease-time drop check (periodic tasks with concurrency policy `allow`)
+
+/**
+ * A job of a task with policy `allow` must not begin earlier than `lastRun + interval − tolerance`;
+ * returns that earliest start, or null when nothing holds it back.
+ */
+export function earliestStart(lastRun: Date | null, intervalMs: number, toleranceMs: number): Date | null {
+  if (lastRun === null) return null;
+  return new Date(lastRun.getTime() + intervalMs - toleranceMs);
+}
+
+export function shouldDrop(now: Date, lastRun: Date | null, intervalMs: number, toleranceMs: number): boolean {
+  const earliest = earliestStart(lastRun, intervalMs, toleranceMs);
+  return earliest !== null && now.getTime() < earliest.getTime();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors jobclock records on a job itself (the `error` field), besides the ones workers report
+
+export type JobErrorKind = 'lease_expired' | 'timebox' | 'dropped';
+
+export interface SystemJobError {
+  kind: JobErrorKind;
+  message: string;
+  at: string;
+  [more: string]: unknown;
+}
+
+export function leaseExpiredError(worker: string | null, expiredAt: Date | null, now: Date): SystemJobError {
+  return {
+    kind: 'lease_expired',
+    message: `the lease of worker ${worker ?? '(unknown)'} expired${expiredAt ? ` at ${expiredAt.toISOString()}` : ''} without a report`,
+    worker,
+    at: now.toISOString(),
+  };
+}
+
+export function timeboxError(timeboxMs: number, deadline: Date, now: Date): SystemJobError {
+  return {
+    kind: 'timebox',
+    message:
+      `exceeded its timebox of ${formatDuration(timeboxMs)} (deadline ${deadline.toISOString()}) and did not report ` +
+      `within the grace of ${formatDuration(timeboxGraceMs(timeboxMs))}`,
+    deadline: deadline.toISOString(),
+    at: now.toISOString(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The LeaseReaper's decision for a running job
+
+export interface RunningJobFacts {
+  attempts: number;
+  maxAttempts: number;
+  worker: string | null;
+  leaseExpiresAt: Date | null;
+  deadline: Date | null;
+  timebox: number | null;
+}
+
+export type ReapDecision =
+  | { action: 'requeue'; runAt: Date; error: SystemJobError }
+  | { action: 'fail'; error: SystemJobError }
+  | null;
+
+/**
+ * What the LeaseReaper does with a running job at `now`:
+ * - past its deadline and the grace (10 % of the timebox, at least 1 s) without a report: failed
+ *   with a timebox error, never retried;
+ * - its lease expired: queued again at once when attempts remain, else failed — unless its
+ *   deadline has passed too, in which case the grace still applies and the timebox rule decides;
+ * - otherwise nothing.
+ */
+export function reapDecision(job: RunningJobFacts, now: Date): ReapDecision {
+  const t = now.getTime();
+  if (job.deadline !== null && job.timebox !== null) {
+    if (t > job.deadline.getTime() + timeboxGraceMs(job.timebox)) {
+      return { action: 'fail', error: timeboxError(job.timebox, job.deadline, now) };
+    }
+    if (t >= job.deadline.getTime()) return null; // inside the grace: the worker may still report
+  }
+  if (job.leaseExpiresAt !== null && t > job.leaseExpiresAt.getTime()) {
+    const error = leaseExpiredError(job.worker, job.leaseExpiresAt, now);
+    return job.attempts < job.maxAttempts ? { action: 'requeue', runAt: now, error } : { action: 'fail', error };
+  }
+  return null;
 }

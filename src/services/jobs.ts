@@ -1,9 +1,394 @@
+import { CHANNELS } from '../db/notifications.js';
+import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
+import {
+  backoffJitter,
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  type Job,
+  type JobState,
+  type LeasedJob,
+  type NewJob,
+  type RandomSource,
+  shouldCancel,
+} from '../domain/job.js';
+import {
+  type ChangeResult,
+  isJobId,
+  jobCancel,
+  jobEarliestFutureRunAt,
+  jobFindOpenByUniqueKeys,
+  jobGet,
+  jobHeartbeat,
+  type JobInsertRow,
+  jobInsert,
+  jobInsertMany,
+  jobLease,
+  type LeaseResult,
+  type LeaseSlot,
+  jobPatch,
+  type JobPatch,
+  jobReport,
+  type JobSearchFilter,
+  jobRetry,
+  jobSearch,
+  type ReportInput,
+  type ReportOutcome,
+  type ReportResult,
+} from '../repositories/jobs.js';
 import type { ServiceContext } from './context.js';
+import { JobWaiters } from './job-waiters.js';
+import { filterKey, LeaseCombiner, type LeaseFilter } from './lease-combiner.js';
+import { BatchCommitter } from './batch-committer.js';
+
+export interface LeaseRequest {
+  worker: string;
+  types?: readonly string[] | undefined;
+  groups?: readonly string[] | undefined;
+  /** Long-poll: milliseconds to wait for a job (0: answer at once). */
+  waitMs?: number | undefined;
+  leaseMs?: number | undefined;
+  limit?: number | undefined;
+}
+
+export interface HeartbeatRequest {
+  leaseToken: string;
+  leaseMs?: number | undefined;
+  progress?: unknown;
+  state?: unknown;
+}
+
+export interface HeartbeatAnswer {
+  leaseExpiresAt: Date | null;
+  deadline: Date | null;
+  cancel: boolean;
+}
+
+export interface ReportRequest {
+  id: string;
+  leaseToken: string;
+  outcome: ReportOutcome;
+  result?: unknown;
+  error?: unknown;
+  retryInMs?: number | undefined;
+  state?: unknown;
+}
+
+export interface ReportAnswer {
+  id: string;
+  status: 200 | 404 | 409;
+  job?: Job;
+  detail?: string;
+}
+
+export interface JobListRequest extends Omit<JobSearchFilter, 'beforeId'> {
+  cursor?: string | undefined;
+}
+
+const UNIQUE_RETRIES = 5;
+
+function cursorOf(id: string): string {
+  return Buffer.from(`j:${id}`, 'utf8').toString('base64url');
+}
+
+function idOfCursor(cursor: string): string {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const id = text.startsWith('j:') ? text.slice(2) : '';
+  if (!isJobId(id)) {
+    throw new DomainError('invalid_input', 'The cursor is not one this service handed out; start again without it.', [
+      { path: '/cursor', message: 'not a cursor from nextCursor' },
+    ]);
+  }
+  return id;
+}
+
+function leaseLost(id: string, outcome: string, state: JobState | null, tokenMatches: boolean): DomainError {
+  return new DomainError('lease_lost', leaseLostDetail(id, outcome, state, tokenMatches));
+}
+
+export function leaseLostDetail(id: string, outcome: string, state: JobState | null, tokenMatches: boolean): string {
+  if (!tokenMatches) {
+    return `The lease token is not the current lease of job ${id} (the job is ${state ?? 'gone'} now): the lease was lost, to the lease reaper or to another worker.`;
+  }
+  if (state === 'running') {
+    return `Job ${id} is past its deadline and the grace after it; the ${outcome} report came too late.`;
+  }
+  return `Job ${id} was already reported with this token and is ${state} now; a ${outcome} report does not match.`;
+}
 
 /** One-shot jobs and the worker protocol (lease, heartbeat, report). */
 export class JobService {
-  constructor(readonly ctx: ServiceContext) {}
+  /** Where backoff jitter comes from; tests may replace it. */
+  random: RandomSource = Math.random;
+  readonly waiters: JobWaiters;
+  /** Finished/failed reports of concurrent single requests, committed together. */
+  readonly completer: BatchCommitter<ReportInput, ReportResult>;
+  /** Jobs created by concurrent single requests, inserted together. */
+  readonly inserter: BatchCommitter<JobInsertRow, Job | null>;
+  /** Lease requests of concurrent workers, claimed together. */
+  readonly leaser: LeaseCombiner;
+  private stopped = false;
+
+  constructor(readonly ctx: ServiceContext) {
+    this.leaser = new LeaseCombiner((filter, slots) => this.claim(filter, slots), { maxSlots: 500, maxInFlight: 2, maxRounds: 20 });
+    this.waiters = new JobWaiters({
+      clock: ctx.clock,
+      logger: ctx.logger,
+      earliest: (now) => jobEarliestFutureRunAt(ctx.db, now),
+    });
+    ctx.notifications.subscribe(CHANNELS.jobs, (payload) => this.waiters.notify(payload));
+    this.completer = new BatchCommitter<ReportInput, ReportResult>((inputs) => this.writeReports(inputs), { maxBatch: 1000, maxInFlight: 2 }, ctx.logger);
+    this.inserter = new BatchCommitter<JobInsertRow, Job | null>(
+      (rows) => {
+        const now = this.ctx.clock.now();
+        return rows.length === 1 ? jobInsert(this.db, rows[0]!, now).then((j) => [j]) : jobInsertMany(this.db, rows, now);
+      },
+      { maxBatch: 1000, maxInFlight: 2 },
+      ctx.logger,
+    );
+  }
+
+  private get db() {
+    return this.ctx.db;
+  }
 
   /** On shutdown: stop leasing and answer every waiting long-poll with 204 at once. */
-  shutdown(): void {}
+  shutdown(): void {
+    this.stopped = true;
+    this.waiters.shutdown();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Producers
+
+  private insertRow(j: NewJob, now: Date): JobInsertRow {
+    return {
+      type: j.type,
+      group: j.group ?? 'default',
+      args: j.args ?? null,
+      subject: j.subject ?? null,
+      submitter: j.submitter ?? null,
+      priority: j.priority ?? 0,
+      runAt: j.runAt ?? now,
+      maxAttempts: j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      uniqueKey: j.uniqueKey ?? null,
+      timebox: j.timebox ?? null,
+    };
+  }
+
+  /**
+   * Creates a job; with the uniqueKey of an open job, returns that job instead (created: false),
+   * atomically under concurrency (the partial unique index decides). Creations of concurrent
+   * requests are inserted together (one statement, one commit).
+   */
+  async create(input: NewJob): Promise<{ job: Job; created: boolean }> {
+    const row = this.insertRow(input, this.ctx.clock.now());
+    for (let i = 0; i < UNIQUE_RETRIES; i++) {
+      const job = await this.inserter.submit(row);
+      if (job) {
+        this.ctx.logger.debug({ jobId: job.id, type: job.type }, 'job created');
+        return { job, created: true };
+      }
+      const held = (await jobFindOpenByUniqueKeys(this.db, [row.uniqueKey!])).get(row.uniqueKey!);
+      if (held) return { job: held, created: false };
+      // the holder finished between the two statements: insert again
+    }
+    throw new DomainError('unavailable', 'The uniqueKey changed hands too often to settle; retry the request.');
+  }
+
+  /** Creates many jobs in one statement, all or nothing; same order as given. */
+  async createMany(inputs: readonly NewJob[]): Promise<Job[]> {
+    const now = this.ctx.clock.now();
+    const rows = inputs.map((j) => this.insertRow(j, now));
+    const out: (Job | null)[] = await jobInsertMany(this.db, rows, now);
+    for (let round = 0; round < UNIQUE_RETRIES; round++) {
+      const missing = out.flatMap((j, i) => (j === null ? [i] : []));
+      if (missing.length === 0) break;
+      const held = await jobFindOpenByUniqueKeys(this.db, missing.map((i) => rows[i]!.uniqueKey!));
+      const still: number[] = [];
+      for (const i of missing) {
+        const job = held.get(rows[i]!.uniqueKey!);
+        if (job) out[i] = job;
+        else still.push(i);
+      }
+      if (still.length === 0) break;
+      const again = await jobInsertMany(this.db, still.map((i) => rows[i]!), now);
+      still.forEach((i, k) => (out[i] = again[k] ?? null));
+    }
+    if (out.some((j) => j === null)) {
+      throw new DomainError('unavailable', 'Some uniqueKeys changed hands too often to settle; retry the request.');
+    }
+    this.ctx.logger.debug({ jobs: out.length }, 'job batch created');
+    return out as Job[];
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Reading and managing
+
+  async get(id: string): Promise<Job> {
+    const job = await jobGet(this.db, id);
+    if (!job) throw new NotFoundError(`There is no job ${id}.`);
+    return job;
+  }
+
+  async list(req: JobListRequest): Promise<{ items: Job[]; nextCursor: string | null }> {
+    const beforeId = req.cursor === undefined ? undefined : idOfCursor(req.cursor);
+    const items = await jobSearch(this.db, { ...req, beforeId, limit: req.limit + 1 });
+    const more = items.length > req.limit;
+    if (more) items.length = req.limit;
+    return { items, nextCursor: more ? cursorOf(items[items.length - 1]!.id) : null };
+  }
+
+  private explain(id: string, r: ChangeResult | { outcome: 'unique_conflict' }, what: string, allowed: string): Job {
+    switch (r.outcome) {
+      case 'ok':
+        return r.job;
+      case 'not_found':
+        throw new NotFoundError(`There is no job ${id}.`);
+      case 'unique_conflict':
+        throw new ConflictError(`Job ${id} cannot be queued again: another open job holds its uniqueKey.`);
+      case 'conflict':
+        throw new ConflictError(`Job ${id} is ${r.job.state}; ${what} needs a job that is ${allowed}.`);
+    }
+  }
+
+  async patch(id: string, patch: JobPatch): Promise<Job> {
+    const r = await jobPatch(this.db, id, patch, this.ctx.clock.now());
+    const job = this.explain(id, r, 'changing priority or runAt', 'queued');
+    this.ctx.logger.debug({ jobId: id, ...patch }, 'job changed');
+    return job;
+  }
+
+  async cancel(id: string): Promise<Job> {
+    const r = await jobCancel(this.db, id, this.ctx.clock.now());
+    const job = this.explain(id, r, 'cancelling', 'queued or running');
+    this.ctx.logger.info({ jobId: id, taskId: job.periodicTaskId ?? undefined, worker: job.worker ?? undefined }, 'job cancelled');
+    return job;
+  }
+
+  async retry(id: string): Promise<Job> {
+    const r = await jobRetry(this.db, id, this.ctx.clock.now());
+    const job = this.explain(id, r, 'retrying', 'failed, dropped or cancelled');
+    this.ctx.logger.info({ jobId: id, taskId: job.periodicTaskId ?? undefined }, 'job queued again by retry');
+    return job;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Workers
+
+  /**
+   * Leases up to `limit` jobs; with `waitMs`, waits (long-poll) until some become runnable. An
+   * empty answer means 204. After shutdown() nothing is leased.
+   */
+  async next(req: LeaseRequest, signal?: AbortSignal): Promise<LeasedJob[]> {
+    if (this.stopped) return [];
+    const filter = { types: req.types, groups: req.groups };
+    const ask = { worker: req.worker, limit: req.limit ?? 1, leaseMs: req.leaseMs ?? DEFAULT_LEASE_MS };
+    const attempt = () => (this.stopped ? Promise.resolve([]) : this.leaser.lease(filter, ask));
+    const seen = this.waiters.sequence();
+    const jobs = await attempt();
+    if (jobs.length > 0 || !req.waitMs || this.stopped) return jobs;
+    return this.waiters.wait({ key: filterKey(filter), limit: ask.limit, waitMs: req.waitMs, attempt, seenSequence: seen, signal });
+  }
+
+  /** One claim statement (for the LeaseCombiner), retried on a deadlock, logged. */
+  private async claim(filter: LeaseFilter, slots: LeaseSlot[]): Promise<LeaseResult> {
+    for (let deadlocks = 0; ; deadlocks++) {
+      try {
+        const r = await jobLease(this.db, { now: this.ctx.clock.now(), types: filter.types, groups: filter.groups, slots });
+        this.logLease(r);
+        return r;
+      } catch (err) {
+        // Two claims (or a claim and the scheduler) locking the same task rows in another order.
+        if ((err as { code?: string }).code === '40P01' && deadlocks < 3) continue;
+        throw err;
+      }
+    }
+  }
+
+  private logLease(r: LeaseResult): void {
+    const log = this.ctx.logger;
+    for (const d of r.dropped) {
+      log.info({ jobId: d.id, taskId: d.taskId, error: d.error }, 'job dropped at lease: it would begin too early');
+    }
+    if (log.isLevelEnabled('debug')) {
+      for (const j of r.leased) {
+        log.debug(
+          { jobId: j.id, taskId: j.periodicTaskId ?? undefined, worker: j.worker, attempt: j.attempts, leaseExpiresAt: j.leaseExpiresAt },
+          'job leased',
+        );
+      }
+    }
+  }
+
+  async heartbeat(id: string, req: HeartbeatRequest): Promise<HeartbeatAnswer> {
+    const now = this.ctx.clock.now();
+    const r = await jobHeartbeat(this.db, {
+      id,
+      leaseToken: req.leaseToken,
+      now,
+      leaseMs: req.leaseMs,
+      progress: req.progress,
+      state: req.state,
+    });
+    if (r.outcome === 'not_found') throw new NotFoundError(`There is no job ${id}.`);
+    if (r.outcome === 'lease_lost') throw leaseLost(id, 'heartbeat', r.state, r.tokenMatches);
+    const cancel = shouldCancel({ state: r.state, deadline: r.deadline }, now);
+    this.ctx.logger.debug({ jobId: id, taskId: r.periodicTaskId ?? undefined, cancel, savedState: req.state !== undefined }, 'heartbeat');
+    return { leaseExpiresAt: r.leaseExpiresAt, deadline: r.deadline, cancel };
+  }
+
+  private toInput(r: ReportRequest): ReportInput {
+    return {
+      id: r.id,
+      leaseToken: r.leaseToken,
+      outcome: r.outcome,
+      result: r.result,
+      error: r.error,
+      retryInMs: r.retryInMs,
+      state: r.state,
+      jitter: backoffJitter(this.random),
+    };
+  }
+
+  private async writeReports(inputs: ReportInput[]): Promise<ReportResult[]> {
+    const results = await jobReport(this.db, inputs, this.ctx.clock.now());
+    this.logReports(inputs, results);
+    return results;
+  }
+
+  private logReports(inputs: readonly ReportInput[], results: readonly ReportResult[]): void {
+    const log = this.ctx.logger;
+    const debug = log.isLevelEnabled('debug');
+    results.forEach((res, i) => {
+      const job = res.job;
+      if (res.status !== 200 || !job) {
+        log.info({ jobId: res.id, outcome: inputs[i]!.outcome, status: res.status, state: res.currentState }, 'report refused');
+      } else if (job.state === 'failed') {
+        log.info({ jobId: job.id, taskId: job.periodicTaskId ?? undefined, attempts: job.attempts }, 'job failed');
+      } else if (debug) {
+        const msg = job.state === 'queued' ? 'job failed; queued again' : `job reported ${inputs[i]!.outcome}`;
+        log.debug({ jobId: job.id, taskId: job.periodicTaskId ?? undefined, state: job.state, runAt: job.runAt }, msg);
+      }
+    });
+  }
+
+  /** One finished/failed report (through the completer: concurrent reports share a statement). */
+  async report(req: ReportRequest): Promise<Job> {
+    const res = await this.completer.submit(this.toInput(req));
+    if (res.status === 404) throw new NotFoundError(`There is no job ${req.id}.`);
+    if (res.status === 409) throw leaseLost(req.id, req.outcome, res.currentState, res.tokenMatches);
+    return res.job!;
+  }
+
+  /** Many reports in one request: one statement; each answered as its single report would be. */
+  async reportMany(reqs: readonly ReportRequest[]): Promise<ReportAnswer[]> {
+    const inputs = reqs.map((r) => this.toInput(r));
+    const results = await this.writeReports(inputs);
+    return results.map((res, i) => {
+      if (res.status === 200) return { id: res.id, status: 200, job: res.job! };
+      const detail =
+        res.status === 404 ? `There is no job ${res.id}.` : leaseLostDetail(res.id, reqs[i]!.outcome, res.currentState, res.tokenMatches);
+      return { id: res.id, status: res.status, detail };
+    });
+  }
 }

@@ -1,9 +1,271 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ProblemSchema, standardErrors } from '../schemas/common.js';
+import {
+  CreateJobBatchBody,
+  CreateJobBody,
+  FailedBody,
+  FinishedBody,
+  HeartbeatBody,
+  heartbeatDto,
+  HeartbeatResponse,
+  JobBatchSchema,
+  jobDto,
+  JobIdParams,
+  JobListQuery,
+  JobListSchema,
+  JobSchema,
+  LeaseBody,
+  leasedJobDto,
+  LeaseResponse,
+  PatchJobBody,
+  ReportsBody,
+  ReportsResponse,
+} from '../schemas/jobs.js';
 import type { RouteDeps } from './index.js';
 
+const notFound = { 404: ProblemSchema } as const;
+const conflict = { 409: ProblemSchema } as const;
+
+/** Jobs (producers, readers, managers) and the worker protocol. Thin: parse, call one service method, answer. */
 export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
+  const jobs = deps.services.jobs;
   return async (app) => {
-    void deps;
-    void app;
+    app.post(
+      '/jobs',
+      {
+        config: { access: 'jobs:create' },
+        schema: {
+          tags: ['jobs'],
+          summary: 'Create a job',
+          description: 'With the uniqueKey of a queued or running job, nothing is created and that job is returned with 200.',
+          body: CreateJobBody,
+          response: { 201: JobSchema, 200: JobSchema, ...standardErrors },
+        },
+      },
+      async (request, reply) => {
+        const { job, created } = await jobs.create(request.body);
+        return reply.status(created ? 201 : 200).send(jobDto(job));
+      },
+    );
+
+    app.post(
+      '/jobs/batch',
+      {
+        config: { access: 'jobs:create' },
+        schema: {
+          tags: ['jobs'],
+          summary: 'Create up to 1000 jobs at once, all or nothing',
+          body: CreateJobBatchBody,
+          response: { 201: JobBatchSchema, ...standardErrors },
+        },
+      },
+      async (request, reply) => {
+        const created = await jobs.createMany(request.body.jobs);
+        return reply.status(201).send({ jobs: created.map(jobDto) });
+      },
+    );
+
+    app.get(
+      '/jobs',
+      {
+        config: { access: 'jobs:read' },
+        schema: {
+          tags: ['jobs'],
+          summary: 'List jobs, newest first',
+          querystring: JobListQuery,
+          response: { 200: JobListSchema, ...standardErrors },
+        },
+      },
+      async (request) => {
+        const page = await jobs.list(request.query);
+        return { items: page.items.map(jobDto), nextCursor: page.nextCursor };
+      },
+    );
+
+    app.get(
+      '/jobs/:id',
+      {
+        config: { access: 'jobs:read' },
+        schema: { tags: ['jobs'], summary: 'Get a job', params: JobIdParams, response: { 200: JobSchema, ...standardErrors, ...notFound } },
+      },
+      async (request) => jobDto(await jobs.get(request.params.id)),
+    );
+
+    app.patch(
+      '/jobs/:id',
+      {
+        config: { access: 'jobs:manage' },
+        schema: {
+          tags: ['jobs'],
+          summary: 'Change the priority or runAt of a queued job',
+          params: JobIdParams,
+          body: PatchJobBody,
+          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
+        },
+      },
+      async (request) => jobDto(await jobs.patch(request.params.id, request.body)),
+    );
+
+    app.post(
+      '/jobs/:id/cancel',
+      {
+        config: { access: 'jobs:manage' },
+        schema: {
+          tags: ['jobs'],
+          summary: 'Cancel a queued or running job',
+          description: "A running job's worker learns it from its next heartbeat (cancel: true).",
+          params: JobIdParams,
+          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
+        },
+      },
+      async (request) => jobDto(await jobs.cancel(request.params.id)),
+    );
+
+    app.post(
+      '/jobs/:id/retry',
+      {
+        config: { access: 'jobs:manage' },
+        schema: {
+          tags: ['jobs'],
+          summary: 'Queue a failed, dropped or cancelled job again',
+          description: 'Runnable at once, with attempts reset to 0 (maxAttempts more tries).',
+          params: JobIdParams,
+          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
+        },
+      },
+      async (request) => jobDto(await jobs.retry(request.params.id)),
+    );
+
+    // ---- workers
+
+    app.post(
+      '/jobs/next',
+      {
+        config: { access: 'jobs:work' },
+        schema: {
+          tags: ['workers'],
+          summary: 'Lease runnable jobs (long-poll with wait)',
+          description:
+            'Order: priority (higher first), runAt, creation. 204 when nothing is runnable within `wait`. ' +
+            "Each job carries its leaseToken; for a job of a periodic task, taskState is the state its task's last run saved.",
+          body: LeaseBody,
+          response: { 200: LeaseResponse, 204: z.null().meta({ description: 'Nothing runnable within wait' }), ...standardErrors },
+        },
+      },
+      async (request, reply) => {
+        const body = request.body;
+        const abort = new AbortController();
+        const onClose = () => {
+          if (!reply.raw.writableFinished) abort.abort();
+        };
+        reply.raw.once('close', onClose);
+        try {
+          const leased = await jobs.next(
+            { worker: body.worker, types: body.types, groups: body.groups, waitMs: body.wait, leaseMs: body.lease, limit: body.limit },
+            abort.signal,
+          );
+          if (leased.length === 0) return reply.status(204).send(null);
+          return reply.status(200).send({ jobs: leased.map(leasedJobDto) });
+        } finally {
+          reply.raw.removeListener('close', onClose);
+        }
+      },
+    );
+
+    app.post(
+      '/jobs/:id/heartbeat',
+      {
+        config: { access: 'jobs:work' },
+        schema: {
+          tags: ['workers'],
+          summary: 'Extend the lease, report progress, save task state',
+          params: JobIdParams,
+          body: HeartbeatBody,
+          response: { 200: HeartbeatResponse, ...standardErrors, ...notFound, ...conflict },
+        },
+      },
+      async (request) => {
+        const b = request.body;
+        return heartbeatDto(await jobs.heartbeat(request.params.id, { leaseToken: b.leaseToken, leaseMs: b.lease, progress: b.progress, state: b.state }));
+      },
+    );
+
+    app.post(
+      '/jobs/:id/finished',
+      {
+        config: { access: 'jobs:work' },
+        schema: {
+          tags: ['workers'],
+          summary: 'Report a job finished',
+          description: 'Repeating it with the same token is harmless (200); a stale or wrong token is 409.',
+          params: JobIdParams,
+          body: FinishedBody,
+          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
+        },
+      },
+      async (request) => {
+        const b = request.body;
+        return jobDto(
+          await jobs.report({ id: request.params.id, leaseToken: b.leaseToken, outcome: 'finished', result: b.result, state: b.state }),
+        );
+      },
+    );
+
+    app.post(
+      '/jobs/:id/failed',
+      {
+        config: { access: 'jobs:work' },
+        schema: {
+          tags: ['workers'],
+          summary: 'Report a job failed',
+          description: 'With attempts left the job is queued again after a backoff (or retryIn); else it is failed.',
+          params: JobIdParams,
+          body: FailedBody,
+          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
+        },
+      },
+      async (request) => {
+        const b = request.body;
+        return jobDto(
+          await jobs.report({
+            id: request.params.id,
+            leaseToken: b.leaseToken,
+            outcome: 'failed',
+            error: b.error,
+            retryInMs: b.retryIn,
+            state: b.state,
+          }),
+        );
+      },
+    );
+
+    app.post(
+      '/jobs/reports',
+      {
+        config: { access: 'jobs:work' },
+        schema: {
+          tags: ['workers'],
+          summary: 'Report many jobs finished or failed in one request',
+          description: 'Each result carries the status its single report would have had (200, 404 or 409).',
+          body: ReportsBody,
+          response: { 200: ReportsResponse, ...standardErrors },
+        },
+      },
+      async (request) => {
+        const answers = await jobs.reportMany(
+          request.body.reports.map((r) => ({
+            id: r.id,
+            leaseToken: r.leaseToken,
+            outcome: r.outcome,
+            result: r.result,
+            error: r.error,
+            retryInMs: r.retryIn,
+            state: r.state,
+          })),
+        );
+        return { results: answers.map((a) => (a.job ? { ...a, job: jobDto(a.job) } : { id: a.id, status: a.status, detail: a.detail })) };
+      },
+    );
   };
 }

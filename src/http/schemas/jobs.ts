@@ -1,0 +1,516 @@
+/**
+ * Jobs and the worker protocol: the single source of request validation and of the OpenAPI
+ * document. Bodies are strict: an unknown field is a 400, and so is a read-only one, with a message
+ * saying so.
+ */
+import { z } from 'zod';
+import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
+import { DomainError } from '../../domain/errors.js';
+import {
+  JOB_STATES,
+  type Job,
+  type LeasedJob,
+  MAX_BATCH,
+  MAX_LEASE_LIMIT,
+  MAX_LEASE_MS,
+  MAX_WAIT_MS,
+  MIN_LEASE_MS,
+} from '../../domain/job.js';
+
+export const MAX_NAME = 200;
+const INT32_MIN = -2147483648;
+const INT32_MAX = 2147483647;
+
+const name = (what: string, example: string) =>
+  z
+    .string()
+    .min(1, `${what} must not be empty`)
+    .max(MAX_NAME, `${what} is longer than ${MAX_NAME} characters`)
+    .meta({ example });
+
+/** A duration string (`30s`, `1h30m`, `PT30S`) read into milliseconds, within [minMs, maxMs]. */
+export function durationString(opts: { minMs: number; maxMs: number; description: string; example: string }) {
+  return z
+    .string()
+    .transform((text, ctx) => {
+      let value: number;
+      try {
+        value = parseDuration(text);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: err instanceof DomainError ? (err.errors[0]?.message ?? err.message) : 'not a duration' });
+        return z.NEVER;
+      }
+      if (value < opts.minMs) {
+        ctx.addIssue({ code: 'custom', message: `must be at least ${formatDuration(opts.minMs)}, got "${text}"` });
+        return z.NEVER;
+      }
+      if (value > opts.maxMs) {
+        ctx.addIssue({ code: 'custom', message: `must be at most ${formatDuration(opts.maxMs)}, got "${text}"` });
+        return z.NEVER;
+      }
+      return value;
+    })
+    .meta({ description: `${opts.description} A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.`, example: opts.example });
+}
+
+/** An ISO 8601 timestamp with Z or an offset, read into a Date. */
+export const Timestamp = z.iso
+  .datetime({ offset: true, error: 'expected an ISO 8601 timestamp with Z or an offset, like 2026-11-20T09:00:00.000Z' })
+  .transform((s) => new Date(s))
+  .meta({ example: '2026-11-20T09:00:00.000Z' });
+
+const Priority = z
+  .number()
+  .int('priority must be a whole number')
+  .min(INT32_MIN)
+  .max(INT32_MAX)
+  .meta({ description: 'Higher runs first.', example: 0 });
+
+const LeaseToken = z
+  .uuid({ error: 'expected the leaseToken (a UUID) that POST /jobs/next handed out' })
+  .meta({ description: 'The fencing token of the lease, from POST /jobs/next.', example: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00' });
+
+const AnyJson = (description: string, example: unknown) => z.unknown().meta({ description, example });
+
+/**
+ * A strict object whose unknown fields are refused, naming the read-only ones as such. The check
+ * runs even when other fields are bad, so one answer lists every problem.
+ */
+function body<S extends z.ZodRawShape>(shape: S, readOnly: Readonly<Record<string, string>>) {
+  const check = z.superRefine(
+    (value: unknown, ctx) => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
+      for (const key of Object.keys(value)) {
+        if (Object.hasOwn(shape, key)) continue;
+        const message = readOnly[key];
+        if (message) ctx.addIssue({ code: 'custom', message, path: [key] });
+        else ctx.addIssue({ code: 'unrecognized_keys', keys: [key], input: value as Record<string, unknown> });
+      }
+    },
+    { when: () => true },
+  );
+  return z.looseObject(shape).check(check);
+}
+
+const readOnlyJobFields = (fields: readonly string[], message: (f: string) => string) =>
+  Object.fromEntries(fields.map((f) => [f, message(f)]));
+
+const JOB_READ_ONLY = readOnlyJobFields(
+  [
+    'id',
+    'state',
+    'attempts',
+    'periodicTaskId',
+    'scheduledAt',
+    'worker',
+    'startedAt',
+    'leaseExpiresAt',
+    'deadline',
+    'finishedAt',
+    'progress',
+    'result',
+    'error',
+    'createdAt',
+    'updatedAt',
+    'leaseToken',
+    'taskState',
+  ],
+  (f) => `"${f}" is read-only`,
+);
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+/**
+ * A timestamp in a response: ISO 8601 UTC with milliseconds. The DTOs below write Dates as strings
+ * themselves: JSON.stringify on Date objects is several times slower, which shows on 1000-job answers.
+ */
+const When = z.string().meta({ format: 'date-time', example: '2026-11-20T09:00:00.000Z' });
+
+let lastTime = Number.NaN;
+let lastIso = '';
+/** toISOString with a one-entry memo: the jobs of one answer mostly share their timestamps. */
+export function isoOf(d: Date): string;
+export function isoOf(d: Date | null): string | null;
+export function isoOf(d: Date | null): string | null {
+  if (d === null) return null;
+  const t = d.getTime();
+  if (t !== lastTime) {
+    lastTime = t;
+    lastIso = d.toISOString();
+  }
+  return lastIso;
+}
+
+export const JobSchema = z
+  .object({
+    id: z.string().meta({ description: 'Assigned by jobclock.', example: '1042' }),
+    type: z.string().meta({ example: 'mail.send' }),
+    group: z.string().meta({ example: 'default' }),
+    args: z.unknown().meta({ description: 'Any JSON, handed to the worker.', example: { to: 'ada@example.com' } }),
+    subject: z.string().nullable(),
+    submitter: z.string().nullable(),
+    priority: z.number().int(),
+    state: z.enum(JOB_STATES),
+    runAt: When.meta({ description: 'Not leased before this time.' }),
+    attempts: z.number().int().meta({ description: 'Leases so far.' }),
+    maxAttempts: z.number().int(),
+    uniqueKey: z.string().nullable(),
+    periodicTaskId: z.string().nullable(),
+    scheduledAt: When.nullable().meta({ description: 'For a job of a periodic task: the scheduled time it was submitted for.' }),
+    timebox: z.string().nullable().meta({ description: 'How long a run may take; the deadline is startedAt + timebox.', example: '30s' }),
+    worker: z.string().nullable().meta({ description: 'The worker of the latest lease.' }),
+    startedAt: When.nullable(),
+    leaseExpiresAt: When.nullable(),
+    deadline: When.nullable(),
+    finishedAt: When.nullable(),
+    progress: z.unknown().meta({ description: 'The latest progress a heartbeat reported.' }),
+    result: z.unknown(),
+    error: z.unknown().meta({ description: 'The latest error: reported by the worker, or recorded by jobclock (kind lease_expired, timebox, dropped).' }),
+    createdAt: When,
+    updatedAt: When,
+  })
+  .meta({
+    id: 'Job',
+    description: 'A one-shot job.',
+    example: {
+      id: '1042',
+      type: 'mail.send',
+      group: 'default',
+      args: { to: 'ada@example.com' },
+      subject: 'welcome mail',
+      submitter: 'signup',
+      priority: 0,
+      state: 'queued',
+      runAt: '2026-11-20T09:00:00.000Z',
+      attempts: 0,
+      maxAttempts: 3,
+      uniqueKey: null,
+      periodicTaskId: null,
+      scheduledAt: null,
+      timebox: '30s',
+      worker: null,
+      startedAt: null,
+      leaseExpiresAt: null,
+      deadline: null,
+      finishedAt: null,
+      progress: null,
+      result: null,
+      error: null,
+      createdAt: '2026-11-20T08:59:59.120Z',
+      updatedAt: '2026-11-20T08:59:59.120Z',
+    },
+  });
+
+export const LeasedJobSchema = JobSchema.extend({
+  leaseToken: z.string().meta({ description: 'Carry it in every heartbeat and report of this lease.' }),
+  taskState: z.unknown().meta({ description: "For a job of a periodic task: the state its last run saved (null otherwise)." }),
+}).meta({
+  id: 'LeasedJob',
+  description: 'A job handed to a worker, with its lease.',
+  example: {
+    id: '1042',
+    type: 'mail.send',
+    group: 'default',
+    args: { to: 'ada@example.com' },
+    subject: null,
+    submitter: null,
+    priority: 0,
+    state: 'running',
+    runAt: '2026-11-20T09:00:00.000Z',
+    attempts: 1,
+    maxAttempts: 3,
+    uniqueKey: null,
+    periodicTaskId: null,
+    scheduledAt: null,
+    timebox: '30s',
+    worker: 'worker-7',
+    startedAt: '2026-11-20T09:00:00.015Z',
+    leaseExpiresAt: '2026-11-20T09:00:30.015Z',
+    deadline: '2026-11-20T09:00:30.015Z',
+    finishedAt: null,
+    progress: null,
+    result: null,
+    error: null,
+    createdAt: '2026-11-20T08:59:59.120Z',
+    updatedAt: '2026-11-20T09:00:00.015Z',
+    leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00',
+    taskState: null,
+  },
+});
+
+export type JobDto = z.output<typeof JobSchema>;
+
+/** The API's view of a job. */
+export function jobDto(job: Job): JobDto {
+  return {
+    id: job.id,
+    type: job.type,
+    group: job.group,
+    args: job.args,
+    subject: job.subject,
+    submitter: job.submitter,
+    priority: job.priority,
+    state: job.state,
+    runAt: isoOf(job.runAt),
+    attempts: job.attempts,
+    maxAttempts: job.maxAttempts,
+    uniqueKey: job.uniqueKey,
+    periodicTaskId: job.periodicTaskId,
+    scheduledAt: isoOf(job.scheduledAt),
+    timebox: job.timebox === null ? null : formatDuration(job.timebox),
+    worker: job.worker,
+    startedAt: isoOf(job.startedAt),
+    leaseExpiresAt: isoOf(job.leaseExpiresAt),
+    deadline: isoOf(job.deadline),
+    finishedAt: isoOf(job.finishedAt),
+    progress: job.progress,
+    result: job.result,
+    error: job.error,
+    createdAt: isoOf(job.createdAt),
+    updatedAt: isoOf(job.updatedAt),
+  };
+}
+
+export function leasedJobDto(job: LeasedJob) {
+  return { ...jobDto(job), leaseToken: job.leaseToken, taskState: job.taskState ?? null };
+}
+
+export function heartbeatDto(h: { leaseExpiresAt: Date | null; deadline: Date | null; cancel: boolean }) {
+  return { leaseExpiresAt: isoOf(h.leaseExpiresAt), deadline: isoOf(h.deadline), cancel: h.cancel };
+}
+
+export const JobListSchema = z
+  .object({
+    items: z.array(JobSchema),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  })
+  .meta({ id: 'JobList' });
+
+// ---------------------------------------------------------------------------------------------
+// Producers
+
+const NullableText = z.string().nullable().optional();
+
+export const CreateJobBody = body(
+  {
+    type: name('type', 'mail.send').meta({ description: 'What kind of work; workers lease by type.' }),
+    args: AnyJson('Any JSON, handed to the worker.', { to: 'ada@example.com' }).optional(),
+    group: name('group', 'default').optional().meta({ description: 'Default `default`; workers may lease by group.' }),
+    priority: Priority.optional(),
+    runAt: Timestamp.optional().meta({ description: 'Not leased before this time; default now.' }),
+    maxAttempts: z.number().int().min(1).max(INT32_MAX).optional().meta({ description: 'Default 3.', example: 3 }),
+    uniqueKey: name('uniqueKey', 'welcome:ada@example.com')
+      .nullable()
+      .optional()
+      .meta({ description: 'While a queued or running job has this key, creating another returns that job (200).' }),
+    timebox: durationString({ minMs: 1, maxMs: MAX_DURATION_MS, description: 'How long a run may take.', example: '30s' })
+      .nullable()
+      .optional(),
+    subject: NullableText.meta({ description: 'What the job is about, for people and search.' }),
+    submitter: NullableText.meta({ description: 'Who submitted it.' }),
+  },
+  JOB_READ_ONLY,
+).meta({
+  id: 'CreateJob',
+  additionalProperties: false,
+  example: { type: 'mail.send', args: { to: 'ada@example.com' }, priority: 5, timebox: '30s', uniqueKey: 'welcome:ada@example.com' },
+});
+export type CreateJobInput = z.output<typeof CreateJobBody>;
+
+export const CreateJobBatchBody = z
+  .strictObject({
+    jobs: z
+      .array(CreateJobBody)
+      .min(1, 'send at least one job')
+      .max(MAX_BATCH, `at most ${MAX_BATCH} jobs per batch`),
+  })
+  .meta({
+    id: 'CreateJobBatch',
+    description: 'All or nothing: one bad job rejects the batch, its index in the error path (`/jobs/3/type`).',
+    example: { jobs: [{ type: 'mail.send', args: { to: 'ada@example.com' } }, { type: 'mail.send', args: { to: 'alan@example.com' } }] },
+  });
+
+export const JobBatchSchema = z.object({ jobs: z.array(JobSchema) }).meta({ id: 'JobBatch' });
+
+export const JobIdParams = z.strictObject({ id: z.string().meta({ example: '1042' }) });
+
+export const JobListQuery = z
+  .strictObject({
+    state: z.enum(JOB_STATES).optional(),
+    type: name('type', 'mail.send').optional(),
+    group: name('group', 'default').optional(),
+    periodicTaskId: name('periodicTaskId', 'nightly-report').optional(),
+    worker: name('worker', 'worker-7').optional(),
+    q: z.string().min(1).max(MAX_NAME).optional().meta({ description: 'Case-insensitive text searched in args, subject and error.' }),
+    limit: z.coerce
+      .number({ error: 'limit must be a whole number from 1 to 1000' })
+      .int('limit must be a whole number from 1 to 1000')
+      .min(1, 'limit must be at least 1')
+      .max(1000, 'limit must be at most 1000')
+      .default(100),
+    cursor: z.string().min(1).max(100).optional().meta({ description: 'nextCursor of the previous page.' }),
+  });
+
+export const PatchJobBody = body(
+  {
+    priority: Priority.optional(),
+    runAt: Timestamp.optional(),
+  },
+  {
+    ...JOB_READ_ONLY,
+    ...readOnlyJobFields(
+      ['type', 'group', 'args', 'maxAttempts', 'uniqueKey', 'timebox', 'subject', 'submitter'],
+      (f) => `"${f}" cannot be changed after creation; only priority and runAt can`,
+    ),
+  },
+).meta({ id: 'PatchJob', additionalProperties: false, description: 'Only for a queued job.', example: { priority: 10 } });
+
+// ---------------------------------------------------------------------------------------------
+// Workers
+
+export const LeaseBody = body(
+  {
+    worker: name('worker', 'worker-7').meta({ description: 'Names the worker in the job and in logs.' }),
+    types: z.array(name('type', 'mail.send')).min(1).max(100).optional().meta({ description: 'Only these job types.' }),
+    groups: z.array(name('group', 'default')).min(1).max(100).optional().meta({ description: 'Only these groups.' }),
+    wait: durationString({
+      minMs: 0,
+      maxMs: MAX_WAIT_MS,
+      description: 'Long-poll: wait this long for a job before answering 204 (at most 60s; default 0).',
+      example: '30s',
+    }).optional(),
+    lease: durationString({
+      minMs: MIN_LEASE_MS,
+      maxMs: MAX_LEASE_MS,
+      description: 'How long the lease lasts without a heartbeat (default 30s).',
+      example: '30s',
+    }).optional(),
+    limit: z.number().int().min(1).max(MAX_LEASE_LIMIT).optional().meta({ description: 'How many jobs at most (default 1).', example: 10 }),
+  },
+  {},
+).meta({ id: 'LeaseRequest', additionalProperties: false, example: { worker: 'worker-7', types: ['mail.send'], wait: '30s', limit: 10 } });
+
+export const LeaseResponse = z.object({ jobs: z.array(LeasedJobSchema) }).meta({ id: 'LeaseResponse' });
+
+export const HeartbeatBody = body(
+  {
+    leaseToken: LeaseToken,
+    lease: durationString({
+      minMs: MIN_LEASE_MS,
+      maxMs: MAX_LEASE_MS,
+      description: 'Extend the lease to now + this (default: the length given at lease time).',
+      example: '30s',
+    }).optional(),
+    progress: AnyJson('Any JSON, shown on the job as progress.', { done: 40, of: 100 }).optional(),
+    state: AnyJson('Saved on the periodic task and handed to its next job as taskState.', { cursor: 'msg-1200' }).optional(),
+  },
+  {},
+).meta({ id: 'Heartbeat', additionalProperties: false, example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', progress: { done: 40, of: 100 } } });
+
+export const HeartbeatResponse = z
+  .object({
+    leaseExpiresAt: When.nullable(),
+    deadline: When.nullable(),
+    cancel: z.boolean().meta({ description: 'Stop now: the deadline passed or the job was cancelled. Report within the grace.' }),
+  })
+  .meta({
+    id: 'HeartbeatResponse',
+    example: { leaseExpiresAt: '2026-11-20T09:01:00.000Z', deadline: '2026-11-20T09:00:30.015Z', cancel: false },
+  });
+
+export const FinishedBody = body(
+  {
+    leaseToken: LeaseToken,
+    result: AnyJson('Any JSON, kept on the job.', { sent: true }).optional(),
+    state: AnyJson('Saved on the periodic task and handed to its next job as taskState.', { cursor: 'msg-1200' }).optional(),
+  },
+  {},
+).meta({ id: 'Finished', additionalProperties: false, example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', result: { sent: true } } });
+
+const RetryIn = durationString({
+  minMs: 0,
+  maxMs: MAX_DURATION_MS,
+  description: 'With attempts left, queue the job again after this long instead of the backoff.',
+  example: '1m',
+});
+
+export const FailedBody = body(
+  {
+    leaseToken: LeaseToken,
+    error: AnyJson('Any JSON describing the failure (required).', { message: 'SMTP 451 try again later' }).optional(),
+    retryIn: RetryIn.optional(),
+    state: AnyJson('Saved on the periodic task and handed to its next job as taskState.', { cursor: 'msg-1200' }).optional(),
+  },
+  {},
+)
+  .check(
+    z.superRefine(
+      (b: { error?: unknown } | unknown, ctx) => {
+        if (typeof b === 'object' && b !== null && (b as { error?: unknown }).error === undefined) {
+          ctx.addIssue({ code: 'custom', path: ['error'], message: '"error" is required: say what went wrong' });
+        }
+      },
+      { when: () => true },
+    ),
+  )
+  .meta({
+    id: 'Failed',
+    additionalProperties: false,
+    required: ['leaseToken', 'error'],
+    example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', error: { message: 'SMTP 451 try again later' }, retryIn: '1m' },
+  });
+
+const ReportItem = body(
+  {
+    id: z.string().min(1).max(MAX_NAME).meta({ example: '1042' }),
+    leaseToken: LeaseToken,
+    outcome: z.enum(['finished', 'failed']),
+    result: AnyJson('For outcome finished.', { sent: true }).optional(),
+    error: AnyJson('For outcome failed.', { message: 'SMTP 451 try again later' }).optional(),
+    retryIn: RetryIn.optional(),
+    state: AnyJson('Saved on the periodic task.', { cursor: 'msg-1200' }).optional(),
+  },
+  {},
+)
+  .meta({ additionalProperties: false })
+  .superRefine((r, ctx) => {
+  if (r.outcome === 'finished') {
+    if (r.error !== undefined) ctx.addIssue({ code: 'custom', path: ['error'], message: 'error belongs to outcome "failed"' });
+    if (r.retryIn !== undefined) ctx.addIssue({ code: 'custom', path: ['retryIn'], message: 'retryIn belongs to outcome "failed"' });
+  } else if (r.result !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['result'], message: 'result belongs to outcome "finished"' });
+  }
+});
+
+export const ReportsBody = z
+  .strictObject({
+    reports: z.array(ReportItem).min(1, 'send at least one report').max(MAX_BATCH, `at most ${MAX_BATCH} reports per request`),
+  })
+  .meta({
+    id: 'Reports',
+    additionalProperties: false,
+    description: 'Many finished/failed reports in one request, applied in one statement.',
+    example: {
+      reports: [
+        { id: '1042', leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', outcome: 'finished', result: { sent: true } },
+        { id: '1043', leaseToken: '0b6f6a64-6f1e-4a57-8a8e-3c1b2b8f9d11', outcome: 'failed', error: { message: 'timeout' } },
+      ],
+    },
+  });
+
+export const ReportsResponse = z
+  .object({
+    results: z.array(
+      z.object({
+        id: z.string(),
+        status: z.number().int().meta({ description: 'What the single report would have answered: 200, 404 or 409.' }),
+        job: JobSchema.optional(),
+        detail: z.string().optional().meta({ description: 'Why, when status is not 200.' }),
+      }),
+    ),
+  })
+  .meta({
+    id: 'ReportsResponse',
+    example: { results: [{ id: '1042', status: 200 }, { id: '1043', status: 409, detail: 'the lease was lost' }] },
+  });

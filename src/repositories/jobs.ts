@@ -1,0 +1,894 @@
+/**
+ * All SQL on the `job` table (and the few `periodic_task` columns that leasing and reports touch:
+ * last_run and state). One exported function per statement; `now` always comes in as a parameter —
+ * SQL's own now() is never used for logic.
+ */
+import { createHash } from 'node:crypto';
+import { type RawBuilder, sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import { CHANNELS } from '../db/notifications.js';
+import {
+  BACKOFF_BASE_MS,
+  BACKOFF_MAX_MS,
+  DEFAULT_LEASE_MS,
+  type Job,
+  type JobState,
+  type LeasedJob,
+  MIN_GRACE_MS,
+  type SystemJobError,
+} from '../domain/job.js';
+
+/** The database: Kysely for most statements, the pool for the hot ones (see `prepared`). */
+export type Queryable = Db;
+
+const statementNames = new Map<string, string>();
+
+/**
+ * Runs a statement as a named prepared statement (node-postgres prepares it once per connection):
+ * the hot statements (lease, report, heartbeat, insert) then skip parsing and, once PostgreSQL
+ * settles on a generic plan, planning — which costs more than executing them. Named after a hash of
+ * the text, so each variant (e.g. with or without a type filter) is its own statement.
+ */
+async function prepared<R>(db: Db, query: RawBuilder<R>): Promise<R[]> {
+  const compiled = query.compile(db.kysely);
+  let name = statementNames.get(compiled.sql);
+  if (name === undefined) {
+    name = `jc_${createHash('sha1').update(compiled.sql).digest('base64url').slice(0, 24)}`;
+    statementNames.set(compiled.sql, name);
+  }
+  const result = await db.pool.query({ name, text: compiled.sql, values: compiled.parameters as unknown[] });
+  return result.rows as R[];
+}
+
+/** A job row as node-postgres returns it (int8 as number, timestamptz as Date, jsonb parsed). */
+export interface JobRow {
+  id: number | string;
+  type: string;
+  group_: string;
+  args: unknown;
+  subject: string | null;
+  submitter: string | null;
+  priority: number;
+  state: JobState;
+  run_at: Date;
+  attempts: number;
+  max_attempts: number;
+  unique_key: string | null;
+  periodic_task_id: string | null;
+  scheduled_at: Date | null;
+  timebox: number | null;
+  run_interval: number | null;
+  run_tolerance: number | null;
+  worker: string | null;
+  lease_token: string | null;
+  lease_expires_at: Date | null;
+  lease_duration: number | null;
+  started_at: Date | null;
+  deadline: Date | null;
+  finished_at: Date | null;
+  progress: unknown;
+  result: unknown;
+  error: unknown;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Every column of `job`, in table order (for statements that pick each column from two sources). */
+export const JOB_COLUMNS = [
+  'id',
+  'type',
+  'group_',
+  'args',
+  'subject',
+  'submitter',
+  'priority',
+  'state',
+  'run_at',
+  'attempts',
+  'max_attempts',
+  'unique_key',
+  'periodic_task_id',
+  'scheduled_at',
+  'timebox',
+  'run_interval',
+  'run_tolerance',
+  'worker',
+  'lease_token',
+  'lease_expires_at',
+  'lease_duration',
+  'started_at',
+  'deadline',
+  'finished_at',
+  'progress',
+  'result',
+  'error',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof JobRow)[];
+
+/**
+ * The job columns of `alias`, listed: statements run as prepared statements name their output
+ * columns instead of `*`, so that a later migration adding a column cannot change the result type
+ * of a statement a running instance has prepared.
+ */
+const jobCols = (alias: string) => sql.join(JOB_COLUMNS.map((c) => sql.ref(`${alias}.${c}`)));
+
+/** The API's view of a row. JSON null and SQL NULL both read as null. */
+export function jobFromRow(r: JobRow): Job {
+  return {
+    id: String(r.id),
+    type: r.type,
+    group: r.group_,
+    args: r.args ?? null,
+    subject: r.subject,
+    submitter: r.submitter,
+    priority: r.priority,
+    state: r.state,
+    runAt: r.run_at,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    uniqueKey: r.unique_key,
+    periodicTaskId: r.periodic_task_id,
+    scheduledAt: r.scheduled_at,
+    timebox: r.timebox === null ? null : Number(r.timebox),
+    worker: r.worker,
+    startedAt: r.started_at,
+    leaseExpiresAt: r.lease_expires_at,
+    deadline: r.deadline,
+    finishedAt: r.finished_at,
+    progress: r.progress ?? null,
+    result: r.result ?? null,
+    error: r.error ?? null,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** Job ids are bigint identities; anything else names no job. */
+const ID_PATTERN = /^[1-9][0-9]{0,17}$/;
+export const isJobId = (id: string): boolean => ID_PATTERN.test(id);
+
+const json = (value: unknown): RawBuilder<unknown> =>
+  value === undefined || value === null ? sql`NULL::jsonb` : sql`${JSON.stringify(value)}::jsonb`;
+const ms = (expr: RawBuilder<unknown>) => sql`(${expr}) * interval '1 millisecond'`;
+/** 10 % of the timebox, at least 1 s — timeboxGraceMs in domain/job.ts, per row. */
+const graceSql = (alias: string) => ms(sql`greatest(${sql.ref(`${alias}.timebox`)} / 10, ${MIN_GRACE_MS})`);
+/** The row is not past deadline + grace at `now` (reports inside the grace are accepted). */
+const withinGrace = (alias: string, now: Date) =>
+  sql`(${sql.ref(`${alias}.deadline`)} IS NULL OR ${sql.ref(`${alias}.deadline`)} + ${graceSql(alias)} >= ${now}::timestamptz)`;
+const iso = (expr: RawBuilder<unknown>) => sql`to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const OPEN = sql`('queued', 'running')`;
+const JOBS_CHANNEL = sql.lit(CHANNELS.jobs);
+
+// ---------------------------------------------------------------------------------------------
+// Insert
+
+/** A job ready to insert: defaults applied, durations in ms. */
+export interface JobInsertRow {
+  type: string;
+  group: string;
+  args: unknown;
+  subject: string | null;
+  submitter: string | null;
+  priority: number;
+  runAt: Date;
+  maxAttempts: number;
+  uniqueKey: string | null;
+  timebox: number | null;
+}
+
+/** The job a row becomes when inserted with `id` at `now` (every column is set by the INSERT). */
+function insertedJob(j: JobInsertRow, id: number | string, now: Date): Job {
+  return {
+    id: String(id),
+    type: j.type,
+    group: j.group,
+    args: j.args ?? null,
+    subject: j.subject,
+    submitter: j.submitter,
+    priority: j.priority,
+    state: 'queued',
+    runAt: j.runAt,
+    attempts: 0,
+    maxAttempts: j.maxAttempts,
+    uniqueKey: j.uniqueKey,
+    periodicTaskId: null,
+    scheduledAt: null,
+    timebox: j.timebox,
+    worker: null,
+    startedAt: null,
+    leaseExpiresAt: null,
+    deadline: null,
+    finishedAt: null,
+    progress: null,
+    result: null,
+    error: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+const ON_UNIQUE_KEY_CONFLICT = sql`ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ${OPEN} DO NOTHING`;
+
+/**
+ * Inserts one job. With a uniqueKey held by an open job, inserts nothing and returns null: the
+ * caller then reads the holder with jobFindOpenByUniqueKeys (a new snapshot sees it even when it
+ * was committed by a concurrent insert after this statement began).
+ */
+export async function jobInsert(db: Queryable, j: JobInsertRow, now: Date): Promise<Job | null> {
+  const rows = await prepared(db, sql<{ id: number }>`
+    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, created_at, updated_at)
+    VALUES (${j.type}, ${j.group}, ${json(j.args)}, ${j.subject}, ${j.submitter}, ${j.priority}, ${j.runAt}, ${j.maxAttempts},
+            ${j.uniqueKey}, ${j.timebox}, ${now}, ${now})
+    ${j.uniqueKey === null ? sql`` : ON_UNIQUE_KEY_CONFLICT}
+    RETURNING id`);
+  return rows[0] ? insertedJob(j, rows[0].id, now) : null;
+}
+
+const INSERT_RECORD = sql`i(ord int, type text, group_ text, args jsonb, subject text, submitter text, priority int,
+  run_at timestamptz, max_attempts int, unique_key text, timebox bigint)`;
+
+/**
+ * Inserts many jobs with ONE multi-row INSERT (all or nothing). Returns, in input order, each
+ * inserted job, or null where an open job already held its uniqueKey (also when an earlier entry
+ * of the same batch took the key). Only ids come back (the rest is known), which keeps large
+ * batches cheap.
+ *
+ * Matching ids to input rows: without unique keys every row is inserted, and the identity values
+ * are drawn row by row in input order (jsonb_to_recordset yields the array in order), so the sorted
+ * ids are the input order. With unique keys some rows may be skipped, so ids are drawn first in a
+ * CTE, carried next to each row's position, and joined back.
+ */
+export async function jobInsertMany(db: Queryable, jobs: readonly JobInsertRow[], now: Date): Promise<(Job | null)[]> {
+  if (jobs.length === 0) return [];
+  const input = JSON.stringify(
+    jobs.map((j, ord) => ({
+      ord,
+      type: j.type,
+      group_: j.group,
+      args: j.args ?? null,
+      subject: j.subject,
+      submitter: j.submitter,
+      priority: j.priority,
+      run_at: j.runAt.toISOString(),
+      max_attempts: j.maxAttempts,
+      unique_key: j.uniqueKey,
+      timebox: j.timebox,
+    })),
+  );
+  const n = sql`${now}::timestamptz`;
+  if (!jobs.some((j) => j.uniqueKey !== null)) {
+    const rows = await prepared(db, sql<{ id: number }>`
+      INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, created_at, updated_at)
+      SELECT type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, ${n}, ${n}
+      FROM jsonb_to_recordset(${input}::jsonb) AS ${INSERT_RECORD}
+      RETURNING id`);
+    if (rows.length !== jobs.length) throw new Error(`inserted ${rows.length} of ${jobs.length} jobs`);
+    const ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+    return jobs.map((j, i) => insertedJob(j, ids[i]!, now));
+  }
+  const rows = await prepared(db, sql<{ ord: number; id: number | null }>`
+    WITH seq AS (SELECT pg_get_serial_sequence('job', 'id')::regclass AS s),
+    input AS MATERIALIZED (
+      SELECT nextval(seq.s) AS new_id, i.* FROM seq, jsonb_to_recordset(${input}::jsonb) AS ${INSERT_RECORD}
+    ),
+    ins AS (
+      INSERT INTO job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, created_at, updated_at)
+      OVERRIDING SYSTEM VALUE
+      SELECT new_id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, ${n}, ${n}
+      FROM input ORDER BY ord
+      ${ON_UNIQUE_KEY_CONFLICT}
+      RETURNING id
+    )
+    SELECT i.ord, ins.id FROM input i LEFT JOIN ins ON ins.id = i.new_id`);
+  const out: (Job | null)[] = jobs.map(() => null);
+  for (const r of rows) if (r.id !== null) out[r.ord] = insertedJob(jobs[r.ord]!, r.id, now);
+  return out;
+}
+
+/** The open (queued or running) jobs holding these unique keys, by key. */
+export async function jobFindOpenByUniqueKeys(db: Queryable, keys: readonly string[]): Promise<Map<string, Job>> {
+  if (keys.length === 0) return new Map();
+  const { rows } = await sql<JobRow>`
+    SELECT * FROM job WHERE unique_key = ANY(${[...new Set(keys)]}::text[]) AND state IN ${OPEN}`.execute(db.kysely);
+  return new Map(rows.map((r) => [r.unique_key!, jobFromRow(r)]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read
+
+export async function jobGet(db: Queryable, id: string): Promise<Job | null> {
+  if (!isJobId(id)) return null;
+  const rows = await prepared(db, sql<JobRow>`SELECT ${jobCols('job')} FROM job WHERE id = ${id}::bigint`);
+  return rows[0] ? jobFromRow(rows[0]) : null;
+}
+
+export interface JobSearchFilter {
+  state?: JobState | undefined;
+  type?: string | undefined;
+  group?: string | undefined;
+  periodicTaskId?: string | undefined;
+  worker?: string | undefined;
+  /** Text searched (case-insensitive substring) in args, subject and error. */
+  q?: string | undefined;
+  /** Keyset: only jobs with a smaller id (the last id of the previous page). */
+  beforeId?: string | undefined;
+  limit: number;
+}
+
+/** Escapes LIKE's wildcards so that `q` matches literally. */
+export function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** Newest first (id descending). Returns up to `limit` jobs. */
+export async function jobSearch(db: Queryable, f: JobSearchFilter): Promise<Job[]> {
+  let q = db.kysely.selectFrom('job').selectAll();
+  if (f.state !== undefined) q = q.where('state', '=', f.state);
+  if (f.type !== undefined) q = q.where('type', '=', f.type);
+  if (f.group !== undefined) q = q.where('group_', '=', f.group);
+  if (f.periodicTaskId !== undefined) q = q.where('periodic_task_id', '=', f.periodicTaskId);
+  if (f.worker !== undefined) q = q.where('worker', '=', f.worker);
+  if (f.beforeId !== undefined) q = q.where(sql<boolean>`id < ${f.beforeId}::bigint`);
+  if (f.q !== undefined && f.q !== '') {
+    const p = likePattern(f.q);
+    q = q.where(
+      sql<boolean>`(args::text ILIKE ${p} ESCAPE '\\' OR subject ILIKE ${p} ESCAPE '\\' OR error::text ILIKE ${p} ESCAPE '\\')`,
+    );
+  }
+  const rows = (await q.orderBy('id', 'desc').limit(f.limit).execute()) as unknown as JobRow[];
+  return rows.map(jobFromRow);
+}
+
+/**
+ * The earliest run_at of a queued job not yet runnable at `now`, or null: when sleeping waiters
+ * must wake. Runnability is judged at millisecond precision, as in jobLease (see there).
+ */
+export async function jobEarliestFutureRunAt(db: Queryable, now: Date): Promise<Date | null> {
+  const { rows } = await sql<{ run_at: Date }>`
+    SELECT run_at FROM job WHERE state = 'queued' AND run_at >= ${now}::timestamptz + interval '1 millisecond'
+    ORDER BY run_at LIMIT 1`.execute(db.kysely);
+  return rows[0]?.run_at ?? null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lease
+
+/** One place in a claim: a job for this worker, leased for this long. */
+export interface LeaseSlot {
+  worker: string;
+  leaseMs: number;
+}
+
+export interface LeaseParams {
+  now: Date;
+  types?: readonly string[] | undefined;
+  groups?: readonly string[] | undefined;
+  /** One per job wanted; claimed jobs fill them in order. */
+  slots: readonly LeaseSlot[];
+}
+
+export interface DroppedJob {
+  id: string;
+  taskId: string | null;
+  error: unknown;
+}
+
+export interface LeasedInSlot extends LeasedJob {
+  /** Index into LeaseParams.slots. */
+  slot: number;
+}
+
+export interface LeaseResult {
+  /** In claim order (priority desc, run_at, id), which is also slot order. */
+  leased: LeasedInSlot[];
+  dropped: DroppedJob[];
+}
+
+/**
+ * Claims up to `slots.length` runnable jobs in ONE statement: queued, run_at <= now, matching the
+ * type and group filters, in order priority desc, run_at, id, with FOR UPDATE SKIP LOCKED so that
+ * concurrent claims never take one job twice. The k-th job that runs fills the k-th slot: its
+ * worker and lease length. Each gets a fresh lease token (a fencing token), attempts + 1,
+ * started_at = now, lease_expires_at = now + lease, deadline = now + timebox.
+ *
+ * Leasing is the moment execution begins, so for jobs of periodic tasks the same statement
+ *  - locks the tasks' rows (FOR NO KEY UPDATE, in id order: concurrent claims of two jobs of one task
+ *    serialise on it, and the second sees the first's last_run);
+ *  - drops a job carrying run_interval (policy allow) that would begin before
+ *    last_run + run_interval − run_tolerance, or that is not the first of its task in this claim;
+ *  - sets the task's last_run = now for every job that runs, and returns the task's state as taskState.
+ * Without jobs of periodic tasks among the candidates, those parts touch no rows. Dropped jobs are
+ * returned apart; the caller claims again for the slots they left empty.
+ */
+export async function jobLease(db: Queryable, p: LeaseParams): Promise<LeaseResult> {
+  if (p.slots.length === 0) return { leased: [], dropped: [] };
+  const filters: RawBuilder<unknown>[] = [];
+  if (p.types && p.types.length > 0) filters.push(sql`AND type = ANY(${[...p.types]}::text[])`);
+  if (p.groups && p.groups.length > 0) filters.push(sql`AND group_ = ANY(${[...p.groups]}::text[])`);
+  const now = sql`${p.now}::timestamptz`;
+  const slots = JSON.stringify(p.slots.map((s, i) => ({ n: i + 1, worker: s.worker, lease: s.leaseMs })));
+  const rows = await prepared(db, sql<JobRow & { task_state: unknown; dropped: boolean; slot: number | null }>`
+    WITH slots AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(${slots}::jsonb) AS s(n int, worker text, lease bigint)
+    ),
+    candidates AS MATERIALIZED (
+      SELECT id, periodic_task_id, run_interval, run_tolerance, priority, run_at
+      FROM job
+      -- runnable at millisecond precision, the precision of jobclock's clock and API: a job inserted
+      -- by SQL with run_at = now() (microseconds) is runnable within the millisecond it names
+      WHERE state = 'queued' AND run_at < ${now} + interval '1 millisecond' ${sql.join(filters, sql` `)}
+      ORDER BY priority DESC, run_at, id
+      LIMIT ${p.slots.length}
+      FOR UPDATE SKIP LOCKED
+    ),
+    tasks AS MATERIALIZED (
+      SELECT t.id, t.last_run, t.state
+      FROM periodic_task t
+      WHERE t.id IN (SELECT c.periodic_task_id FROM candidates c WHERE c.periodic_task_id IS NOT NULL)
+      ORDER BY t.id
+      FOR NO KEY UPDATE OF t
+    ),
+    ranked AS MATERIALIZED (
+      SELECT c.id, c.periodic_task_id, c.run_interval, coalesce(c.run_tolerance, 0) AS run_tolerance,
+             c.priority, c.run_at, t.id IS NOT NULL AS has_task, t.last_run, t.state AS task_state,
+             row_number() OVER (PARTITION BY c.periodic_task_id ORDER BY c.priority DESC, c.run_at, c.id) AS nth
+      FROM candidates c LEFT JOIN tasks t ON t.id = c.periodic_task_id
+    ),
+    decided AS MATERIALIZED (
+      SELECT r.*,
+             r.has_task AND r.run_interval IS NOT NULL AND (
+               r.nth > 1 OR (r.last_run IS NOT NULL AND ${now} < r.last_run + ${ms(sql`r.run_interval - r.run_tolerance`)})
+             ) AS to_drop
+      FROM ranked r
+    ),
+    assigned AS MATERIALIZED (
+      SELECT d.*, count(*) FILTER (WHERE NOT d.to_drop) OVER (ORDER BY d.priority DESC, d.run_at, d.id ROWS UNBOUNDED PRECEDING) AS slot
+      FROM decided d
+    ),
+    leased AS (
+      UPDATE job j SET
+        state = 'running',
+        worker = s.worker,
+        attempts = j.attempts + 1,
+        lease_token = gen_random_uuid(),
+        lease_expires_at = ${now} + ${ms(sql`s.lease`)},
+        lease_duration = s.lease,
+        started_at = ${now},
+        deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE ${now} + ${ms(sql`j.timebox`)} END,
+        finished_at = NULL,
+        progress = NULL,
+        updated_at = ${now}
+      FROM assigned d JOIN slots s ON s.n = d.slot
+      WHERE j.id = d.id AND NOT d.to_drop
+      RETURNING ${jobCols('j')}, d.task_state, d.slot
+    ),
+    dropped AS (
+      UPDATE job j SET
+        state = 'dropped',
+        finished_at = ${now},
+        lease_token = NULL,
+        updated_at = ${now},
+        error = jsonb_build_object(
+          'kind', 'dropped',
+          'message', CASE WHEN d.nth > 1
+            THEN 'another job of the same periodic task began at the same moment'
+            ELSE 'would begin at ' || ${iso(now)} || ', earlier than lastRun ' || ${iso(sql`d.last_run`)}
+                 || ' + interval − tolerance = ' || ${iso(sql`d.last_run + ${ms(sql`d.run_interval - d.run_tolerance`)}`)} END,
+          'lastRun', ${iso(sql`d.last_run`)},
+          'interval', d.run_interval,
+          'tolerance', d.run_tolerance,
+          'at', ${iso(now)})
+      FROM decided d
+      WHERE j.id = d.id AND d.to_drop
+      RETURNING ${jobCols('j')}, NULL::jsonb AS task_state, NULL::bigint AS slot
+    ),
+    touched AS (
+      UPDATE periodic_task t SET last_run = ${now}
+      WHERE t.id IN (SELECT d.periodic_task_id FROM decided d WHERE d.has_task AND NOT d.to_drop)
+    )
+    SELECT ${jobCols('l')}, l.task_state, l.slot, false AS dropped FROM leased l
+    UNION ALL
+    SELECT ${jobCols('x')}, x.task_state, x.slot, true FROM dropped x`);
+
+  const leased: LeasedInSlot[] = [];
+  const dropped: DroppedJob[] = [];
+  for (const r of rows) {
+    if (r.dropped) dropped.push({ id: String(r.id), taskId: r.periodic_task_id, error: r.error });
+    else leased.push({ ...jobFromRow(r), leaseToken: r.lease_token!, taskState: r.task_state ?? null, slot: Number(r.slot) - 1 });
+  }
+  leased.sort((a, b) => a.slot - b.slot);
+  return { leased, dropped };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker reports
+
+export interface HeartbeatParams {
+  id: string;
+  leaseToken: string;
+  now: Date;
+  /** New lease length; undefined: the length given at lease time. */
+  leaseMs?: number | undefined;
+  /** undefined: unchanged. */
+  progress?: unknown;
+  /** undefined: the task's state is not touched. */
+  state?: unknown;
+}
+
+export type HeartbeatResult =
+  | { outcome: 'ok'; state: JobState; leaseExpiresAt: Date | null; deadline: Date | null; periodicTaskId: string | null }
+  | { outcome: 'not_found' }
+  | { outcome: 'lease_lost'; state: JobState; tokenMatches: boolean };
+
+/**
+ * Compare-and-set on id + lease token + state running (or cancelled while running: the worker must
+ * still learn that it should stop) and not past deadline + grace: extends the lease, records
+ * progress, saves the task's state. A cancelled job's lease is not extended.
+ */
+export async function jobHeartbeat(db: Queryable, p: HeartbeatParams): Promise<HeartbeatResult> {
+  if (!isJobId(p.id)) return { outcome: 'not_found' };
+  const now = sql`${p.now}::timestamptz`;
+  const lease = p.leaseMs === undefined ? sql`coalesce(j.lease_duration, ${DEFAULT_LEASE_MS})` : sql`${p.leaseMs}::bigint`;
+  const rows = await prepared(db, sql<{
+    ok: boolean;
+    state: JobState | null;
+    lease_expires_at: Date | null;
+    deadline: Date | null;
+    periodic_task_id: string | null;
+    cur_state: JobState | null;
+    token_matches: boolean | null;
+  }>`
+    WITH hb AS (
+      UPDATE job j SET
+        lease_expires_at = CASE WHEN j.state = 'running' THEN ${now} + ${ms(lease)} ELSE j.lease_expires_at END,
+        progress = ${p.progress === undefined ? sql`j.progress` : json(p.progress)},
+        updated_at = ${now}
+      WHERE j.id = ${p.id}::bigint AND j.lease_token = ${p.leaseToken}::uuid AND j.state IN ('running', 'cancelled')
+        AND ${withinGrace('j', p.now)}
+      RETURNING j.id, j.state, j.lease_expires_at, j.deadline, j.periodic_task_id
+    ),
+    saved AS (
+      UPDATE periodic_task t SET state = ${json(p.state)}
+      FROM hb WHERE ${p.state !== undefined} AND t.id = hb.periodic_task_id
+      RETURNING t.id
+    )
+    SELECT hb.id IS NOT NULL AS ok, hb.state, hb.lease_expires_at, hb.deadline, hb.periodic_task_id,
+           cur.state AS cur_state, cur.lease_token = ${p.leaseToken}::uuid AS token_matches,
+           (SELECT count(*) FROM saved) AS saved
+    FROM (SELECT 1) one
+    LEFT JOIN hb ON true
+    LEFT JOIN job cur ON cur.id = ${p.id}::bigint`);
+  const r = rows[0]!;
+  if (r.ok) {
+    return { outcome: 'ok', state: r.state!, leaseExpiresAt: r.lease_expires_at, deadline: r.deadline, periodicTaskId: r.periodic_task_id };
+  }
+  if (r.cur_state === null) return { outcome: 'not_found' };
+  return { outcome: 'lease_lost', state: r.cur_state, tokenMatches: r.token_matches === true };
+}
+
+export type ReportOutcome = 'finished' | 'failed';
+
+export interface ReportInput {
+  id: string;
+  leaseToken: string;
+  outcome: ReportOutcome;
+  result?: unknown;
+  error?: unknown;
+  /** Requeue delay for a failure with attempts left; undefined: the backoff. */
+  retryInMs?: number | undefined;
+  /** undefined: the task's state is not touched. */
+  state?: unknown;
+  /** The backoff's jitter factor (domain/job.ts backoffJitter), drawn by the caller. */
+  jitter: number;
+}
+
+export type ReportStatus = 200 | 404 | 409;
+
+export interface ReportResult {
+  id: string;
+  status: ReportStatus;
+  /** The job after the report (200 only). */
+  job: Job | null;
+  /** For 409: the job's state now, and whether the token was the job's latest one. */
+  currentState: JobState | null;
+  tokenMatches: boolean;
+}
+
+/**
+ * Applies many finished/failed reports in ONE statement (UPDATE ... FROM jsonb_to_recordset), each
+ * a compare-and-set on id + lease token + state running, not past deadline + grace:
+ * - finished: state finished, result saved;
+ * - failed with attempts left: queued again at now + retryIn, or now + the backoff
+ *   (domain/job.ts retryDelayMs, evaluated here per row); else failed;
+ * - on a job cancelled while it ran (its token kept): accepted, the job stays cancelled.
+ * `state`, when given, is saved on the periodic task. The lease token is kept on the row, so a
+ * repeated report with the same token is recognised and answered 200 with the job as it is.
+ * Returns one result per input, in input order: 200, 404 (no such job) or 409 (lease lost).
+ */
+export async function jobReport(db: Queryable, reports: readonly ReportInput[], now: Date): Promise<ReportResult[]> {
+  if (reports.length === 0) return [];
+  const input: Record<string, unknown>[] = [];
+  reports.forEach((r, ord) => {
+    if (!isJobId(r.id)) return; // names no job: stays 404
+    input.push({
+      ord,
+      id: r.id,
+      token: r.leaseToken,
+      outcome: r.outcome,
+      result: r.result ?? null,
+      error: r.error ?? null,
+      retry_in: r.retryInMs ?? null,
+      has_state: r.state !== undefined,
+      task_state: r.state ?? null,
+      jitter: r.jitter,
+    });
+  });
+  const results: ReportResult[] = reports.map((r) => ({
+    id: r.id,
+    status: 404,
+    job: null,
+    currentState: null,
+    tokenMatches: false,
+  }));
+  if (input.length === 0) return results;
+
+  const n = sql`${now}::timestamptz`;
+  const requeue = sql`(j.state = 'running' AND i.outcome = 'failed' AND j.attempts < j.max_attempts)`;
+  const pick = sql.join(
+    JOB_COLUMNS.map((c) => sql`CASE WHEN u.id IS NOT NULL THEN ${sql.ref(`u.${c}`)} ELSE ${sql.ref(`j.${c}`)} END AS ${sql.ref(c)}`),
+  );
+  const accepted = (a: string) =>
+    sql`(${sql.ref(`${a}.state`)} = 'cancelled' OR (i.outcome = 'finished' AND ${sql.ref(`${a}.state`)} = 'finished')
+         OR (i.outcome = 'failed' AND ${sql.ref(`${a}.state`)} IN ('queued', 'failed')))`;
+  const rows = await prepared(db, sql<JobRow & { ord: number; status: ReportStatus; cur_state: JobState | null; token_matches: boolean | null }>`
+    WITH input AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS i(
+        ord int, id bigint, token uuid, outcome text, result jsonb, error jsonb, retry_in bigint,
+        has_state boolean, task_state jsonb, jitter float8)
+    ),
+    upd AS (
+      UPDATE job j SET
+        state = CASE WHEN j.state = 'cancelled' THEN 'cancelled'
+                     WHEN i.outcome = 'finished' THEN 'finished'
+                     WHEN j.attempts < j.max_attempts THEN 'queued'
+                     ELSE 'failed' END,
+        run_at = CASE WHEN ${requeue} THEN ${n} + ${ms(sql`coalesce(i.retry_in,
+                   round(least(${BACKOFF_BASE_MS}::float8 * power(2::float8, least(greatest(j.attempts, 0), 31)), ${BACKOFF_MAX_MS}::float8) * i.jitter)::bigint)`)}
+                 ELSE j.run_at END,
+        finished_at = CASE WHEN j.state = 'cancelled' THEN j.finished_at WHEN ${requeue} THEN NULL ELSE ${n} END,
+        result = CASE WHEN j.state = 'running' AND i.outcome = 'finished' THEN i.result ELSE j.result END,
+        error = CASE WHEN j.state = 'running' AND i.outcome = 'failed' THEN i.error ELSE j.error END,
+        lease_expires_at = NULL,
+        deadline = CASE WHEN ${requeue} THEN NULL ELSE j.deadline END,
+        updated_at = ${n}
+      FROM input i
+      WHERE j.id = i.id AND j.lease_token = i.token AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', now)}
+      RETURNING ${jobCols('j')}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord
+    ),
+    saved AS (
+      UPDATE periodic_task t SET state = s.task_state
+      FROM (
+        SELECT DISTINCT ON (u.periodic_task_id) u.periodic_task_id, u.used_task_state AS task_state
+        FROM upd u WHERE u.used_has_state AND u.periodic_task_id IS NOT NULL
+        ORDER BY u.periodic_task_id, u.used_ord DESC
+      ) s
+      WHERE t.id = s.periodic_task_id
+      RETURNING t.id
+    ),
+    notify AS (
+      SELECT pg_notify(${JOBS_CHANNEL}, (extract(epoch FROM min(u.run_at)) * 1000)::bigint::text)
+      FROM upd u WHERE u.state = 'queued' HAVING count(*) > 0
+    )
+    SELECT i.ord,
+           CASE WHEN u.id IS NOT NULL THEN
+                  CASE WHEN u.used_token = i.token AND ${accepted('u')} THEN 200 ELSE 409 END
+                WHEN j.id IS NULL THEN 404
+                WHEN j.lease_token = i.token AND ${accepted('j')} THEN 200
+                ELSE 409 END AS status,
+           coalesce(u.state, j.state) AS cur_state,
+           coalesce(u.used_token, j.lease_token) = i.token AS token_matches,
+           (SELECT count(*) FROM notify) + (SELECT count(*) FROM saved) AS side_effects,
+           ${pick}
+    FROM input i
+    LEFT JOIN upd u ON u.id = i.id
+    LEFT JOIN job j ON j.id = i.id AND u.id IS NULL
+    ORDER BY i.ord`);
+
+  for (const r of rows) {
+    const res = results[r.ord]!;
+    res.status = r.status;
+    res.currentState = r.cur_state;
+    res.tokenMatches = r.token_matches === true;
+    res.job = r.status === 200 ? jobFromRow(r) : null;
+  }
+  return results;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Management: cancel, retry, patch
+
+export type ChangeResult = { outcome: 'ok'; job: Job } | { outcome: 'not_found' } | { outcome: 'conflict'; job: Job };
+
+async function changeOrExplain(db: Queryable, id: string, rows: JobRow[]): Promise<ChangeResult> {
+  if (rows[0]) return { outcome: 'ok', job: jobFromRow(rows[0]) };
+  const current = await jobGet(db, id);
+  return current ? { outcome: 'conflict', job: current } : { outcome: 'not_found' };
+}
+
+/**
+ * queued or running → cancelled. A running job keeps its lease token, so that its worker's next
+ * heartbeat answers cancel: true and its report is accepted; a queued job's old token is cleared.
+ */
+export async function jobCancel(db: Queryable, id: string, now: Date): Promise<ChangeResult> {
+  if (!isJobId(id)) return { outcome: 'not_found' };
+  const { rows } = await sql<JobRow>`
+    UPDATE job SET
+      state = 'cancelled',
+      lease_token = CASE WHEN state = 'running' THEN lease_token ELSE NULL END,
+      lease_expires_at = NULL,
+      finished_at = ${now},
+      updated_at = ${now}
+    WHERE id = ${id}::bigint AND state IN ${OPEN}
+    RETURNING *`.execute(db.kysely);
+  return changeOrExplain(db, id, rows);
+}
+
+/**
+ * failed, dropped or cancelled → queued, runnable now, with attempts reset to 0 (so maxAttempts
+ * more tries; the last error stays on the job until the next outcome replaces it). Wakes waiting
+ * workers. A uniqueKey now held by another open job makes it a conflict.
+ */
+export async function jobRetry(db: Queryable, id: string, now: Date): Promise<ChangeResult | { outcome: 'unique_conflict' }> {
+  if (!isJobId(id)) return { outcome: 'not_found' };
+  try {
+    const { rows } = await sql<JobRow>`
+      WITH upd AS (
+        UPDATE job SET
+          state = 'queued', run_at = ${now}, attempts = 0, worker = NULL, lease_token = NULL, lease_expires_at = NULL,
+          lease_duration = NULL, started_at = NULL, deadline = NULL, finished_at = NULL, progress = NULL, result = NULL,
+          updated_at = ${now}
+        WHERE id = ${id}::bigint AND state IN ('failed', 'dropped', 'cancelled')
+        RETURNING *
+      ),
+      notify AS (SELECT pg_notify(${JOBS_CHANNEL}, '') FROM upd)
+      SELECT u.*, (SELECT count(*) FROM notify) AS notified FROM upd u`.execute(db.kysely);
+    return await changeOrExplain(db, id, rows);
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') return { outcome: 'unique_conflict' };
+    throw err;
+  }
+}
+
+export interface JobPatch {
+  priority?: number | undefined;
+  runAt?: Date | undefined;
+}
+
+/** Changes priority and/or runAt of a queued job. A new runAt wakes waiting workers. */
+export async function jobPatch(db: Queryable, id: string, patch: JobPatch, now: Date): Promise<ChangeResult> {
+  if (!isJobId(id)) return { outcome: 'not_found' };
+  const { rows } = await sql<JobRow>`
+    WITH upd AS (
+      UPDATE job SET
+        priority = ${patch.priority === undefined ? sql`priority` : sql`${patch.priority}::int`},
+        run_at = ${patch.runAt === undefined ? sql`run_at` : sql`${patch.runAt}::timestamptz`},
+        updated_at = ${now}
+      WHERE id = ${id}::bigint AND state = 'queued'
+      RETURNING *
+    ),
+    notify AS (SELECT pg_notify(${JOBS_CHANNEL}, (extract(epoch FROM run_at) * 1000)::bigint::text) FROM upd WHERE ${patch.runAt !== undefined})
+    SELECT u.*, (SELECT count(*) FROM notify) AS notified FROM upd u`.execute(db.kysely);
+  return changeOrExplain(db, id, rows);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The LeaseReaper
+
+export interface OverdueJob {
+  id: string;
+  leaseToken: string;
+  attempts: number;
+  maxAttempts: number;
+  worker: string | null;
+  leaseExpiresAt: Date | null;
+  deadline: Date | null;
+  timebox: number | null;
+  periodicTaskId: string | null;
+}
+
+/**
+ * Running jobs the LeaseReaper must act on (domain/job.ts reapDecision): lease expired before the
+ * deadline, or past deadline + grace. Oldest first. Two partial indexes answer it (the grace is at
+ * least 1 s), so an idle tick costs one cheap statement.
+ */
+export async function jobFindOverdue(db: Queryable, now: Date, limit: number): Promise<OverdueJob[]> {
+  const { rows } = await sql<{
+    id: number;
+    lease_token: string;
+    attempts: number;
+    max_attempts: number;
+    worker: string | null;
+    lease_expires_at: Date | null;
+    deadline: Date | null;
+    timebox: number | null;
+    periodic_task_id: string | null;
+  }>`
+    SELECT id, lease_token, attempts, max_attempts, worker, lease_expires_at, deadline, timebox, periodic_task_id
+    FROM job
+    WHERE state = 'running'
+      AND ((lease_expires_at < ${now}::timestamptz AND (deadline IS NULL OR deadline > ${now}::timestamptz))
+           OR (deadline < ${now}::timestamptz - ${ms(sql`${MIN_GRACE_MS}::bigint`)} AND deadline + ${graceSql('job')} < ${now}::timestamptz))
+    ORDER BY least(lease_expires_at, deadline)
+    LIMIT ${limit}`.execute(db.kysely);
+  return rows.map((r) => ({
+    id: String(r.id),
+    leaseToken: r.lease_token,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    worker: r.worker,
+    leaseExpiresAt: r.lease_expires_at,
+    deadline: r.deadline,
+    timebox: r.timebox === null ? null : Number(r.timebox),
+    periodicTaskId: r.periodic_task_id,
+  }));
+}
+
+export interface ReapAction {
+  id: string;
+  leaseToken: string;
+  state: 'queued' | 'failed';
+  runAt: Date | null;
+  error: SystemJobError;
+}
+
+/**
+ * Applies the reaper's decisions in ONE statement, each a compare-and-set on the lease token and
+ * state running (a report or a new lease in between wins). Requeued and failed jobs lose their
+ * token, so a late report of the old lease answers 409. Wakes waiting workers when any job was
+ * queued again. Returns the jobs changed.
+ */
+export async function jobReap(db: Queryable, actions: readonly ReapAction[], now: Date): Promise<Job[]> {
+  if (actions.length === 0) return [];
+  const input = actions.map((a) => ({
+    id: a.id,
+    token: a.leaseToken,
+    state: a.state,
+    run_at: a.runAt?.toISOString() ?? null,
+    error: a.error,
+  }));
+  const n = sql`${now}::timestamptz`;
+  const { rows } = await sql<JobRow>`
+    WITH input AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS i(id bigint, token uuid, state text, run_at timestamptz, error jsonb)
+    ),
+    upd AS (
+      UPDATE job j SET
+        state = i.state,
+        run_at = coalesce(i.run_at, j.run_at),
+        error = i.error,
+        lease_token = NULL,
+        lease_expires_at = NULL,
+        deadline = CASE WHEN i.state = 'queued' THEN NULL ELSE j.deadline END,
+        finished_at = CASE WHEN i.state = 'queued' THEN NULL ELSE ${n} END,
+        updated_at = ${n}
+      FROM input i
+      WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'running'
+      RETURNING j.*
+    ),
+    notify AS (SELECT pg_notify(${JOBS_CHANNEL}, '') FROM upd WHERE state = 'queued' LIMIT 1)
+    SELECT u.*, (SELECT count(*) FROM notify) AS notified FROM upd u`.execute(db.kysely);
+  return rows.map(jobFromRow);
+}
+
+/** Deletes up to `limit` final jobs that finished before `before`. Returns how many. */
+export async function jobDeleteOld(db: Queryable, before: Date, limit: number): Promise<number> {
+  const result = await sql`
+    DELETE FROM job WHERE id IN (
+      SELECT id FROM job
+      WHERE state IN ('finished', 'failed', 'dropped', 'cancelled') AND finished_at < ${before}::timestamptz
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    )`.execute(db.kysely);
+  return Number(result.numAffectedRows ?? 0);
+}

@@ -1,0 +1,136 @@
+import type { LeasedJob } from '../domain/job.js';
+import type { LeaseResult, LeaseSlot } from '../repositories/jobs.js';
+
+/** Which jobs a request may take; requests with equal filters can share a claim. */
+export interface LeaseFilter {
+  types?: readonly string[] | undefined;
+  groups?: readonly string[] | undefined;
+}
+
+export interface LeaseAsk {
+  worker: string;
+  limit: number;
+  leaseMs: number;
+}
+
+export interface CombinerOptions {
+  /** Most slots (jobs) one claim statement asks for. */
+  maxSlots: number;
+  /** Claim statements in flight per filter at once. */
+  maxInFlight: number;
+  /** Claims repeated when the periodic drop check emptied slots. */
+  maxRounds: number;
+}
+
+interface Pending {
+  ask: LeaseAsk;
+  got: LeasedJob[];
+  resolve: (jobs: LeasedJob[]) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Lane {
+  filter: LeaseFilter;
+  queue: Pending[];
+  inFlight: number;
+  scheduled: boolean;
+}
+
+export function filterKey(filter: LeaseFilter): string {
+  const norm = (a: readonly string[] | undefined) => (a && a.length > 0 ? [...new Set(a)].sort() : null);
+  return JSON.stringify([norm(filter.types), norm(filter.groups)]);
+}
+
+/**
+ * Lease requests that arrive together share one claim statement, as reports share one in the
+ * ReportCompleter: a request arriving while no claim for its filter is in flight is claimed at once
+ * (next turn of the event loop, with whatever arrived in the same turn); requests arriving while
+ * claims run queue up and go out together in the next one. Each request gets its own slots (its
+ * worker name and lease length per job) and the jobs that filled them, oldest request first.
+ * Under many concurrent single-job workers this turns N contending claims and N commits into a few.
+ */
+export class LeaseCombiner {
+  private readonly lanes = new Map<string, Lane>();
+  readonly stats = { statements: 0, requests: 0, largestClaim: 0 };
+
+  constructor(
+    private readonly claim: (filter: LeaseFilter, slots: LeaseSlot[]) => Promise<LeaseResult>,
+    public options: CombinerOptions,
+  ) {}
+
+  lease(filter: LeaseFilter, ask: LeaseAsk): Promise<LeasedJob[]> {
+    const key = filterKey(filter);
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      lane = { filter, queue: [], inFlight: 0, scheduled: false };
+      this.lanes.set(key, lane);
+    }
+    const l = lane;
+    return new Promise<LeasedJob[]>((resolve, reject) => {
+      l.queue.push({ ask, got: [], resolve, reject });
+      this.schedule(key, l);
+    });
+  }
+
+  private schedule(key: string, lane: Lane): void {
+    if (lane.scheduled || lane.inFlight >= this.options.maxInFlight) return;
+    lane.scheduled = true;
+    setImmediate(() => {
+      lane.scheduled = false;
+      this.flush(key, lane);
+    });
+  }
+
+  private flush(key: string, lane: Lane): void {
+    while (lane.queue.length > 0 && lane.inFlight < this.options.maxInFlight) {
+      const batch: Pending[] = [];
+      let slots = 0;
+      while (lane.queue.length > 0) {
+        const next = lane.queue[0]!;
+        if (batch.length > 0 && slots + next.ask.limit > this.options.maxSlots) break;
+        batch.push(lane.queue.shift()!);
+        slots += next.ask.limit;
+      }
+      lane.inFlight++;
+      void this.run(lane.filter, batch).finally(() => {
+        lane.inFlight--;
+        if (lane.queue.length > 0) this.schedule(key, lane);
+        else if (lane.inFlight === 0 && !lane.scheduled) this.lanes.delete(key);
+      });
+    }
+  }
+
+  private async run(filter: LeaseFilter, batch: Pending[]): Promise<void> {
+    this.stats.requests += batch.length;
+    try {
+      let open = batch;
+      for (let round = 0; round < this.options.maxRounds && open.length > 0; round++) {
+        const owners: Pending[] = [];
+        const slots: LeaseSlot[] = [];
+        for (const p of open) {
+          for (let i = p.got.length; i < p.ask.limit; i++) {
+            owners.push(p);
+            slots.push({ worker: p.ask.worker, leaseMs: p.ask.leaseMs });
+          }
+        }
+        this.stats.statements++;
+        if (slots.length > this.stats.largestClaim) this.stats.largestClaim = slots.length;
+        const result = await this.claim(filter, slots);
+        for (const job of result.leased) {
+          const { slot, ...leased } = job;
+          owners[slot]!.got.push(leased);
+        }
+        // Only the periodic drop check leaves slots empty while jobs remain: claim again for them.
+        if (result.dropped.length === 0) break;
+        open = open.filter((p) => p.got.length < p.ask.limit);
+      }
+      for (const p of batch) p.resolve(p.got);
+    } catch (err) {
+      // Jobs already claimed in an earlier round are handed out; the others see the error.
+      for (const p of batch) {
+        if (p.got.length > 0) p.resolve(p.got);
+        else p.reject(err);
+      }
+    }
+  }
+}

@@ -1,0 +1,181 @@
+/** The job statements on their own, on a real database. */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { retryDelayMs } from '../../src/domain/job.js';
+import {
+  type JobInsertRow,
+  jobDeleteOld,
+  jobEarliestFutureRunAt,
+  jobGet,
+  jobInsert,
+  jobInsertMany,
+  jobLease,
+  jobReport,
+  likePattern,
+} from '../../src/repositories/jobs.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+
+const NOW = new Date('2026-11-20T09:00:00.000Z');
+const plus = (ms: number) => new Date(NOW.getTime() + ms);
+
+let tdb: TestDatabase;
+beforeAll(async () => {
+  tdb = await createTestDatabase(25);
+});
+afterAll(async () => {
+  await tdb?.destroy();
+});
+beforeEach(async () => {
+  await tdb.db.pool.query('DELETE FROM job');
+});
+
+const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => ({
+  type: 't',
+  group: 'default',
+  args: null,
+  subject: null,
+  submitter: null,
+  priority: 0,
+  runAt: NOW,
+  maxAttempts: 3,
+  uniqueKey: null,
+  timebox: null,
+  ...over,
+});
+
+describe('jobInsertMany', () => {
+  it('matches every input row to its own id, also around unique-key conflicts', async () => {
+    const held = await jobInsert(tdb.db, row({ uniqueKey: 'held', args: 'holder' }), NOW);
+    const out = await jobInsertMany(
+      tdb.db,
+      [
+        row({ args: 0 }),
+        row({ args: 1, uniqueKey: 'held' }),
+        row({ args: 2, uniqueKey: 'k' }),
+        row({ args: 3, uniqueKey: 'k' }),
+        row({ args: 4 }),
+      ],
+      NOW,
+    );
+    expect(out.map((j) => j?.args ?? null)).toEqual([0, null, 2, null, 4]);
+    for (const job of out.filter((j) => j !== null)) {
+      const { rows } = await tdb.db.pool.query('SELECT args FROM job WHERE id = $1', [job!.id]);
+      expect(rows[0].args).toEqual(job!.args);
+    }
+    expect(held).not.toBeNull();
+  });
+
+  it('matches ids to input rows while other batches draw ids at the same time', async () => {
+    const batches = await Promise.all(
+      Array.from({ length: 6 }, (_, b) => jobInsertMany(tdb.db, Array.from({ length: 400 }, (_, i) => row({ args: { b, i } })), NOW)),
+    );
+    const { rows } = await tdb.db.pool.query<{ id: number; args: unknown }>('SELECT id, args FROM job');
+    const stored = new Map(rows.map((r) => [String(r.id), r.args]));
+    expect(stored.size).toBe(2_400);
+    batches.forEach((jobs, b) => jobs.forEach((j, i) => expect(stored.get(j!.id)).toEqual({ b, i })));
+  });
+});
+
+describe('jobLease', () => {
+  it('never claims one job twice when 20 claims run at once, without any combining', async () => {
+    await jobInsertMany(tdb.db, Array.from({ length: 300 }, (_, i) => row({ args: i })), NOW);
+    const seen: string[] = [];
+    await Promise.all(
+      Array.from({ length: 20 }, async (_, w) => {
+        for (;;) {
+          const r = await jobLease(tdb.db, { now: NOW, slots: Array.from({ length: 1 + (w % 3) }, () => ({ worker: `w${w}`, leaseMs: 30_000 })) });
+          if (r.leased.length === 0) return;
+          seen.push(...r.leased.map((j) => j.id));
+        }
+      }),
+    );
+    expect(seen).toHaveLength(300);
+    expect(new Set(seen).size).toBe(300);
+  });
+
+  it('fills its slots in claim order, each with its own worker and lease length', async () => {
+    const [low, high] = await jobInsertMany(tdb.db, [row({ priority: 1 }), row({ priority: 9, timebox: 5_000 })], NOW);
+    const r = await jobLease(tdb.db, {
+      now: NOW,
+      slots: [
+        { worker: 'first', leaseMs: 10_000 },
+        { worker: 'second', leaseMs: 20_000 },
+        { worker: 'third', leaseMs: 30_000 },
+      ],
+    });
+    expect(r.leased.map((j) => [j.id, j.slot, j.worker, j.leaseExpiresAt, j.deadline])).toEqual([
+      [high!.id, 0, 'first', plus(10_000), plus(5_000)],
+      [low!.id, 1, 'second', plus(20_000), null],
+    ]);
+    expect(new Set(r.leased.map((j) => j.leaseToken)).size).toBe(2);
+  });
+});
+
+describe('jobReport', () => {
+  it('evaluates the same backoff formula as the domain, for every attempt and jitter', async () => {
+    const [job] = await jobInsertMany(tdb.db, [row({ maxAttempts: 100 })], NOW);
+    for (const attempts of [1, 2, 5, 11, 12, 13, 40]) {
+      for (const jitter of [0.8, 1, 1.1999]) {
+        await tdb.db.pool.query(`UPDATE job SET state = 'queued', run_at = $2, attempts = $3 - 1 WHERE id = $1`, [job!.id, NOW, attempts]);
+        const [leased] = (await jobLease(tdb.db, { now: NOW, slots: [{ worker: 'w', leaseMs: 1_000 }] })).leased;
+        expect(leased!.attempts).toBe(attempts);
+        const [res] = await jobReport(tdb.db, [{ id: job!.id, leaseToken: leased!.leaseToken, outcome: 'failed', error: 'x', jitter }], NOW);
+        expect(res!.job!.runAt.getTime() - NOW.getTime(), `attempts ${attempts}, jitter ${jitter}`).toBe(retryDelayMs(attempts, jitter));
+      }
+    }
+  });
+
+  it('answers both of two reports of one job in one batch', async () => {
+    await jobInsertMany(tdb.db, [row()], NOW);
+    const [j] = (await jobLease(tdb.db, { now: NOW, slots: [{ worker: 'w', leaseMs: 1_000 }] })).leased;
+    const res = await jobReport(
+      tdb.db,
+      [
+        { id: j!.id, leaseToken: j!.leaseToken, outcome: 'finished', jitter: 1 },
+        { id: j!.id, leaseToken: j!.leaseToken, outcome: 'finished', jitter: 1 },
+        { id: j!.id, leaseToken: j!.leaseToken, outcome: 'failed', jitter: 1 },
+      ],
+      NOW,
+    );
+    expect(res.map((r) => r.status)).toEqual([200, 200, 409]);
+  });
+});
+
+describe('prepared statements', () => {
+  it('keep working on a connection that prepared them after a migration adds a column', async () => {
+    const one = tdb.connect(1); // one connection: every call reuses its prepared statements
+    const [job] = await jobInsertMany(one, [row(), row()], NOW);
+    await jobGet(one, job!.id);
+    const first = await jobLease(one, { now: NOW, slots: [{ worker: 'w', leaseMs: 1_000 }] });
+    await jobReport(one, [{ id: first.leased[0]!.id, leaseToken: first.leased[0]!.leaseToken, outcome: 'finished', jitter: 1 }], NOW);
+    await tdb.db.pool.query('ALTER TABLE job ADD COLUMN added_later integer');
+    try {
+      expect((await jobGet(one, job!.id))?.id).toBe(job!.id);
+      const second = await jobLease(one, { now: NOW, slots: [{ worker: 'w', leaseMs: 1_000 }] });
+      expect(second.leased).toHaveLength(1);
+      const [res] = await jobReport(one, [{ id: second.leased[0]!.id, leaseToken: second.leased[0]!.leaseToken, outcome: 'finished', jitter: 1 }], NOW);
+      expect(res!.status).toBe(200);
+    } finally {
+      await tdb.db.pool.query('ALTER TABLE job DROP COLUMN added_later');
+    }
+  });
+});
+
+describe('the rest', () => {
+  it('finds the earliest queued runAt in the future', async () => {
+    expect(await jobEarliestFutureRunAt(tdb.db, NOW)).toBeNull();
+    await jobInsertMany(tdb.db, [row({ runAt: plus(-5) }), row({ runAt: plus(700) }), row({ runAt: plus(300) })], NOW);
+    expect(await jobEarliestFutureRunAt(tdb.db, NOW)).toEqual(plus(300));
+  });
+
+  it('escapes LIKE wildcards so that q matches literally', () => {
+    expect(likePattern('100%_a\\b')).toBe('%100\\%\\_a\\\\b%');
+  });
+
+  it('deletes at most `limit` old final jobs per statement', async () => {
+    await tdb.db.pool.query(`INSERT INTO job (type, state, run_at, finished_at) SELECT 'x', 'finished', $1, $1 FROM generate_series(1, 25)`, [plus(-10)]);
+    expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(10);
+    expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(10);
+    expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(5);
+    expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(0);
+  });
+});

@@ -1,0 +1,188 @@
+/** The LeaseReaper: expired leases, deadlines past their grace, retention — driven by tick(now). */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { jobFindOverdue, jobReap } from '../../src/repositories/jobs.js';
+import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { type JobsApi, jobsApi, sleep } from '../http/jobs-support.js';
+
+const T0 = '2026-11-20T09:00:00.000Z';
+const at = (ms: number) => new Date(Date.parse(T0) + ms);
+const DAY = 86_400_000;
+
+let tdb: TestDatabase;
+let api: JobsApi;
+let reaper: LeaseReaper;
+const clock = new ManualClock(T0);
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+  api = await jobsApi({ db: tdb.db, clock, retentionMs: DAY });
+  reaper = new LeaseReaper(api.stack.ctx);
+});
+afterAll(async () => {
+  await api?.stack.close();
+  await tdb?.destroy();
+});
+beforeEach(async () => {
+  clock.set(T0);
+  await tdb.db.pool.query('DELETE FROM job');
+});
+
+const jobOf = async (id: string) => (await api.get(`/jobs/${id}`)).body;
+
+describe('expired leases', () => {
+  it("brings a killed worker's jobs back once their lease has expired", async () => {
+    await api.post('/jobs/batch', { jobs: [{ type: 't' }, { type: 't' }, { type: 't' }] });
+    const leased = await api.lease({ worker: 'doomed', limit: 3, lease: '10s' });
+    expect(leased).toHaveLength(3);
+    // the worker is killed: no heartbeat, no report
+    expect(await reaper.tick(at(10_000))).toMatchObject({ requeued: 0, failed: 0, timedOut: 0 });
+    expect(await reaper.tick(at(10_001))).toMatchObject({ requeued: 3, failed: 0, timedOut: 0 });
+    for (const j of leased) {
+      expect(await jobOf(j.id)).toMatchObject({
+        state: 'queued',
+        attempts: 1,
+        runAt: at(10_001).toISOString(),
+        leaseExpiresAt: null,
+        error: { kind: 'lease_expired', worker: 'doomed' },
+      });
+    }
+    clock.set(at(10_001));
+    const again = await api.lease({ worker: 'alive', limit: 3 });
+    expect(again.map((j) => j.id).sort()).toEqual(leased.map((j) => j.id).sort());
+    expect(again.every((j) => j.attempts === 2 && j.worker === 'alive')).toBe(true);
+    const late = await api.post(`/jobs/${leased[0]!.id}/finished`, { leaseToken: leased[0]!.leaseToken });
+    expect(late.status).toBe(409);
+  });
+
+  it('keeps a lease that heartbeats extend', async () => {
+    await api.create({ type: 't' });
+    const [job] = await api.lease({ worker: 'w', lease: '10s' });
+    clock.set(at(8_000));
+    await api.post(`/jobs/${job!.id}/heartbeat`, { leaseToken: job!.leaseToken });
+    expect((await reaper.tick(at(12_000))).requeued).toBe(0);
+    expect((await reaper.tick(at(18_001))).requeued).toBe(1);
+  });
+
+  it('fails a job whose lease expired on its last attempt', async () => {
+    await api.create({ type: 't', maxAttempts: 1 });
+    const [job] = await api.lease({ worker: 'w', lease: '10s' });
+    expect(await reaper.tick(at(60_000))).toMatchObject({ requeued: 0, failed: 1 });
+    expect(await jobOf(job!.id)).toMatchObject({ state: 'failed', finishedAt: at(60_000).toISOString(), error: { kind: 'lease_expired' } });
+  });
+
+  it('changes nothing when the worker reported between finding and reaping', async () => {
+    await api.create({ type: 't' });
+    const [job] = await api.lease({ worker: 'w', lease: '10s' });
+    const overdue = await jobFindOverdue(tdb.db, at(11_000), 100);
+    expect(overdue.map((o) => o.id)).toEqual([job!.id]);
+    await api.post(`/jobs/${job!.id}/finished`, { leaseToken: job!.leaseToken });
+    const changed = await jobReap(tdb.db, [{ id: job!.id, leaseToken: job!.leaseToken, state: 'queued', runAt: at(11_000), error: { kind: 'lease_expired', message: 'x', at: '' } }], at(11_000));
+    expect(changed).toEqual([]);
+    expect((await jobOf(job!.id)).state).toBe('finished');
+  });
+
+  it('requeues each expired job once when two reapers tick at the same moment', async () => {
+    await api.post('/jobs/batch', { jobs: Array.from({ length: 200 }, () => ({ type: 't' })) });
+    await api.lease({ worker: 'w', limit: 100, lease: '5s' });
+    await api.lease({ worker: 'w', limit: 100, lease: '5s' });
+    const other = new LeaseReaper({ ...api.stack.ctx, db: tdb.connect() });
+    const [x, y] = await Promise.all([reaper.tick(at(6_000)), other.tick(at(6_000))]);
+    expect(x.requeued + y.requeued).toBe(200);
+    const { rows } = await tdb.db.pool.query(`SELECT count(*) AS n FROM job WHERE state = 'queued' AND attempts = 1`);
+    expect(Number(rows[0].n)).toBe(200);
+  });
+});
+
+describe('deadlines', () => {
+  it('fails a job past its deadline and grace with a timebox error and does not retry it', async () => {
+    await api.create({ type: 't', timebox: '10s', maxAttempts: 3 });
+    const [job] = await api.lease({ worker: 'w', lease: '1m' });
+    expect((await reaper.tick(at(11_000))).timedOut).toBe(0); // grace: max(10 % of 10 s, 1 s)
+    expect((await reaper.tick(at(11_001))).timedOut).toBe(1);
+    const failed = await jobOf(job!.id);
+    expect(failed).toMatchObject({ state: 'failed', attempts: 1, finishedAt: at(11_001).toISOString(), deadline: at(10_000).toISOString() });
+    expect(failed.error).toMatchObject({ kind: 'timebox', deadline: at(10_000).toISOString() });
+    expect(failed.error.message).toMatch(/timebox of 10s/);
+    clock.set(at(11_001));
+    expect((await api.post(`/jobs/${job!.id}/heartbeat`, { leaseToken: job!.leaseToken })).status).toBe(409);
+    expect(await api.lease({ worker: 'w' })).toEqual([]);
+  });
+
+  it('leaves a job alone that reports inside the grace', async () => {
+    await api.create({ type: 't', timebox: '30s' });
+    const [job] = await api.lease({ worker: 'w', lease: '1m' });
+    clock.set(at(32_000));
+    expect((await api.post(`/jobs/${job!.id}/finished`, { leaseToken: job!.leaseToken, state: 'saved' })).status).toBe(200);
+    expect(await reaper.tick(at(40_000))).toMatchObject({ timedOut: 0, failed: 0, requeued: 0 });
+    expect((await jobOf(job!.id)).state).toBe('finished');
+  });
+
+  it('waits for the grace even when the lease expires inside it', async () => {
+    await api.create({ type: 't', timebox: '30s' });
+    const [job] = await api.lease({ worker: 'w', lease: '31s' });
+    expect(await reaper.tick(at(32_000))).toMatchObject({ requeued: 0, timedOut: 0 });
+    expect(await reaper.tick(at(33_001))).toMatchObject({ requeued: 0, timedOut: 1 });
+    expect((await jobOf(job!.id)).error.kind).toBe('timebox');
+  });
+});
+
+describe('retention', () => {
+  async function finishedJobs(n: number, finishedAt: Date, state = 'finished') {
+    await tdb.db.pool.query(
+      `INSERT INTO job (type, state, run_at, finished_at, created_at, updated_at)
+       SELECT 'old', $2, $1, $1, $1, $1 FROM generate_series(1, $3::int)`,
+      [finishedAt, state, n],
+    );
+  }
+  const count = async () => Number((await tdb.db.pool.query('SELECT count(*) AS n FROM job')).rows[0].n);
+
+  it('deletes final jobs older than the retention in batches, at most once a minute', async () => {
+    const sweeper = new LeaseReaper(api.stack.ctx, { batchSize: 1000 });
+    await finishedJobs(2_000, at(-2 * DAY));
+    await finishedJobs(300, at(-2 * DAY), 'failed');
+    await finishedJobs(200, at(-2 * DAY), 'cancelled');
+    await finishedJobs(10, at(-DAY + 120_000)); // younger than the retention, also a minute later
+    await api.create({ type: 'open', runAt: at(-3 * DAY).toISOString() });
+    expect((await sweeper.tick(at(0))).deleted).toBe(2_500);
+    expect(await count()).toBe(11);
+    await finishedJobs(5, at(-2 * DAY));
+    expect((await sweeper.tick(at(59_999))).deleted).toBe(0);
+    expect((await sweeper.tick(at(60_000))).deleted).toBe(5);
+    expect((await sweeper.tick(at(DAY + 60_000))).deleted).toBe(10);
+    expect(await count()).toBe(1);
+  });
+});
+
+describe('the loop', () => {
+  it('makes a job whose lease expired leasable again within 5 s, waking a waiting worker', { timeout: 20_000 }, async () => {
+    const live = await jobsApi({ db: tdb.connect(), instanceId: 'live' });
+    const loop = new LeaseReaper(live.stack.ctx);
+    loop.start();
+    try {
+      await live.create({ type: 'loop' });
+      const [job] = await live.lease({ worker: 'dies', types: ['loop'], lease: '1s' });
+      const expiry = Date.parse(job!.leaseExpiresAt);
+      const res = await live.post('/jobs/next', { worker: 'next', types: ['loop'], wait: '10s' });
+      expect(res.status).toBe(200);
+      expect(res.body.jobs[0].id).toBe(job!.id);
+      expect(Date.now() - expiry).toBeLessThan(5_000);
+    } finally {
+      await loop.stop();
+      await live.stack.close();
+    }
+  });
+
+  it('stops between ticks and survives ticks that fail', async () => {
+    const down = new LeaseReaper({ ...api.stack.ctx, db: tdb.connect() }, { intervalMs: 20 });
+    await down.ctx.db.destroy(); // every tick fails: the database is gone
+    down.start();
+    await sleep(100);
+    await down.stop(); // the failures were logged, not thrown
+    const ok = new LeaseReaper(api.stack.ctx, { intervalMs: 20 });
+    ok.start();
+    await sleep(60);
+    await ok.stop();
+  });
+});
