@@ -1,11 +1,324 @@
+import type { Kysely } from 'kysely';
+import { CHANNELS } from '../db/notifications.js';
+import type { Database } from '../db/schema.js';
+import {
+  effectiveTimebox,
+  effectiveTolerance,
+  gapBefore,
+  nextRunAfter,
+  scheduleContext,
+  ScheduleCache,
+  STALE_MARK_MS,
+  type TaskTiming,
+} from '../domain/periodic-task.js';
+import {
+  isSlotConflict,
+  taskAdvanceAndSubmit,
+  taskClearStaleMarks,
+  taskEarliestNextRun,
+  taskTakeDue,
+  taskUnmark,
+  type TaskSubmission,
+} from '../repositories/periodic-tasks.js';
 import type { ServiceContext } from '../services/context.js';
 
-/** Submits each due run of every periodic task exactly once, however many instances run. */
+/** What one tick did. */
+export interface TickSummary {
+  /** The `now` the tick ran with. */
+  now: Date;
+  /** Marks of dead instances cleared. */
+  clearedMarks: number;
+  /** Transactions of up to `batchSize` tasks. */
+  batches: number;
+  /** Due tasks this instance marked (and advanced). */
+  taken: number;
+  /** Jobs inserted. */
+  submitted: number;
+  /** Runs not submitted because of policy forbid and an open job. */
+  skipped: number;
+  /** Open jobs cancelled by policy replace. */
+  cancelled: number;
+  /** Runs whose slot already had a job (only if something else submitted it). */
+  duplicates: number;
+  /** Tasks with more than one missed slot, folded into one submission. */
+  coalesced: number;
+}
+
+export interface PeriodicSchedulerOptions {
+  /** Due tasks per transaction. Default 1000. */
+  batchSize?: number;
+  /** Longest sleep between looks at the table. Default 30 s. */
+  maxSleepMs?: number;
+}
+
+/** Wait before looking again when due tasks exist but another instance holds them right now. */
+const CONTENDED_RETRY_MS = 25;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+interface BatchResult {
+  taken: number;
+  inserted: { id: string; periodicTaskId: string; scheduledAt: Date }[];
+  skipped: { taskId: string; openJobId: string; scheduledAt: Date }[];
+  cancelled: { id: string; periodicTaskId: string }[];
+  duplicates: TaskSubmission[];
+  broken: { taskId: string; message: string }[];
+  coalesced: number;
+}
+
+const emptySummary = (now: Date): TickSummary => ({
+  now,
+  clearedMarks: 0,
+  batches: 0,
+  taken: 0,
+  submitted: 0,
+  skipped: 0,
+  cancelled: 0,
+  duplicates: 0,
+  coalesced: 0,
+});
+
+/**
+ * Submits each due run of every periodic task exactly once, however many instances run (after
+ * docspell's PeriodicScheduler). A tick clears stale marks, then works batch by batch, each batch
+ * one transaction of two statements:
+ *  1. take the earliest enabled due tasks that carry no live mark: SELECT … FOR UPDATE SKIP LOCKED
+ *     (taskTakeDue). The row lock is the batch's mark: no other instance takes or waits for these
+ *     tasks, and if this instance dies the lock goes with its connection — nothing to clean up;
+ *  2. in one statement (taskAdvanceAndSubmit): advance every task's nextrun to the first scheduled
+ *     time after `now` (missed runs coalesce into one submission) and clear any stale mark; cancel
+ *     the open jobs of `replace` tasks; insert the jobs of every task not skipped by `forbid`.
+ *     The unique key on (task, slot) makes a repeated submission impossible.
+ * Next times, timeboxes and drop-check intervals are computed in JS between the two, in bulk.
+ * The loop then sleeps until the earliest nextrun (at most 30 s), woken early by NOTIFY when
+ * tasks are created or changed.
+ */
 export class PeriodicScheduler {
-  constructor(readonly ctx: ServiceContext) {}
+  private readonly schedules = new ScheduleCache();
+  private readonly batchSize: number;
+  private readonly maxSleepMs: number;
+  private running = false;
+  private stopping = false;
+  private loop: Promise<void> | null = null;
+  private chain: Promise<unknown> = Promise.resolve();
+  private woken = false;
+  private wakeSleeper: (() => void) | null = null;
+  private unsubscribe: (() => void) | null = null;
 
-  start(): void {}
+  constructor(
+    readonly ctx: ServiceContext,
+    options: PeriodicSchedulerOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 1000;
+    this.maxSleepMs = Math.min(options.maxSleepMs ?? 30_000, MAX_TIMER_MS);
+  }
 
-  /** Stops the loop and unmarks what this instance marked. */
-  async stop(): Promise<void> {}
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.stopping = false;
+    this.unsubscribe = this.ctx.notifications.subscribe(CHANNELS.tasks, () => this.poke());
+    this.loop = this.run();
+    this.ctx.logger.info({ instanceId: this.ctx.instanceId }, 'periodic scheduler started');
+  }
+
+  /**
+   * Stops the loop, waits for a tick in flight and unmarks what this instance marked. (Batches
+   * mark by row lock, which ends with their transaction; clearing committed marks of this
+   * instance's name remains as the contract's last step.)
+   */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.stopping = true;
+    this.running = false;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.poke();
+    await this.loop;
+    this.loop = null;
+    await this.chain.catch(() => undefined);
+    try {
+      const unmarked = await taskUnmark(this.ctx.db.kysely, this.ctx.instanceId);
+      if (unmarked > 0) this.ctx.logger.info({ unmarked }, 'periodic scheduler unmarked its tasks');
+    } catch (err) {
+      this.ctx.logger.warn({ err: { message: (err as Error).message } }, 'could not unmark tasks; other instances take them once the marks are 10 s old');
+    }
+    this.ctx.logger.info({ instanceId: this.ctx.instanceId }, 'periodic scheduler stopped');
+  }
+
+  /** Submits everything due at `now`. Ticks of one instance never overlap. */
+  tick(now: Date): Promise<TickSummary> {
+    const result = this.chain.then(() => this.runTick(now));
+    this.chain = result.catch(() => undefined);
+    return result;
+  }
+
+  private poke(): void {
+    this.woken = true;
+    const wake = this.wakeSleeper;
+    this.wakeSleeper = null;
+    wake?.();
+  }
+
+  private async run(): Promise<void> {
+    let mustTick = true; // the first tick also clears marks left by dead instances
+    let failures = 0;
+    while (!this.stopping) {
+      this.woken = false;
+      let delay: number;
+      try {
+        let taken = -1;
+        if (mustTick) taken = (await this.tick(this.ctx.clock.now())).taken;
+        if (this.stopping) break;
+        const earliest = await taskEarliestNextRun(this.ctx.db.kysely, STALE_MARK_MS);
+        failures = 0;
+        const wait = earliest === null ? this.maxSleepMs : earliest.getTime() - this.ctx.clock.now().getTime();
+        if (wait <= 0) {
+          mustTick = true;
+          if (taken !== 0) continue; // not ticked yet, or progress made: go again at once
+          delay = CONTENDED_RETRY_MS; // due, but held by another instance right now
+        } else {
+          delay = Math.min(wait, this.maxSleepMs);
+        }
+      } catch (err) {
+        failures++;
+        delay = Math.min(500 * 2 ** (failures - 1), 10_000);
+        mustTick = true;
+        this.ctx.logger.warn({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, retryInMs: delay }, 'periodic scheduler tick failed');
+      }
+      if (this.stopping) break;
+      if (this.woken) {
+        mustTick = false; // a task changed: re-plan (and tick only if something is due)
+        continue;
+      }
+      mustTick = (await this.sleep(delay)) === 'timer' || mustTick;
+    }
+  }
+
+  /**
+   * Sleeps `ms` by the clock, or until poked. setTimeout may fire a millisecond early relative to
+   * the wall clock, so the remainder is slept again: the tick starts at nextrun, not before.
+   */
+  private sleep(ms: number): Promise<'timer' | 'poke'> {
+    const until = this.ctx.clock.now().getTime() + ms;
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | null = null;
+      let rounds = 0;
+      const arm = (delay: number) => {
+        timer = setTimeout(fire, Math.min(Math.max(delay, 1), MAX_TIMER_MS));
+        timer.unref();
+      };
+      const fire = () => {
+        const left = until - this.ctx.clock.now().getTime();
+        if (left > 0 && rounds++ < 5) return arm(left);
+        this.wakeSleeper = null;
+        resolve('timer');
+      };
+      this.wakeSleeper = () => {
+        if (timer) clearTimeout(timer);
+        resolve('poke');
+      };
+      arm(Math.ceil(ms));
+    });
+  }
+
+  private async runTick(now: Date): Promise<TickSummary> {
+    const summary = emptySummary(now);
+    const staleBefore = new Date(now.getTime() - STALE_MARK_MS);
+    const db = this.ctx.db.kysely;
+    summary.clearedMarks = await taskClearStaleMarks(db, staleBefore);
+    if (summary.clearedMarks > 0) this.ctx.logger.info({ cleared: summary.clearedMarks }, 'cleared stale marks of periodic tasks');
+    for (;;) {
+      let batch: BatchResult;
+      try {
+        batch = await db.transaction().execute((trx) => this.runBatch(trx, now, staleBefore, false));
+      } catch (err) {
+        if (!isSlotConflict(err)) throw err;
+        // A slot of this batch already has a job: redo the batch, passing over such slots.
+        batch = await db.transaction().execute((trx) => this.runBatch(trx, now, staleBefore, true));
+      }
+      summary.batches++;
+      summary.taken += batch.taken;
+      summary.submitted += batch.inserted.length;
+      summary.skipped += batch.skipped.length;
+      summary.cancelled += batch.cancelled.length;
+      summary.duplicates += batch.duplicates.length;
+      summary.coalesced += batch.coalesced;
+      this.logBatch(batch);
+      if (batch.taken < this.batchSize || this.stopping) break;
+    }
+    if (summary.taken > 0) {
+      this.ctx.logger.debug({ ...summary, now: now.toISOString() }, 'periodic scheduler tick');
+    }
+    return summary;
+  }
+
+  private async runBatch(trx: Kysely<Database>, now: Date, staleBefore: Date, skipExisting: boolean): Promise<BatchResult> {
+    const due = await taskTakeDue(trx, { now, staleBefore, limit: this.batchSize });
+    const advance: { taskId: string; nextRun: Date | null }[] = [];
+    const submit: TaskSubmission[] = [];
+    const replace: string[] = [];
+    const skipped: BatchResult['skipped'] = [];
+    const broken: BatchResult['broken'] = [];
+    let coalesced = 0;
+    for (const t of due) {
+      let timing: TaskTiming;
+      try {
+        timing = {
+          schedule: this.schedules.get(t.timer, t.timezone),
+          createdAt: t.created,
+          firstRunAt: t.first_run_at,
+          tolerance: t.tolerance,
+          timebox: t.timebox,
+        };
+      } catch (err) {
+        // A stored schedule this build cannot read: stop scheduling it rather than retry forever.
+        advance.push({ taskId: t.id, nextRun: null });
+        broken.push({ taskId: t.id, message: (err as Error).message });
+        continue;
+      }
+      const slot = t.nextrun;
+      const next = nextRunAfter(timing, slot, now);
+      advance.push({ taskId: t.id, nextRun: next });
+      const following = next === null ? null : timing.schedule.next(slot, scheduleContext(timing));
+      if (following !== null && following.getTime() <= now.getTime()) coalesced++;
+      if (t.concurrency_policy === 'forbid' && t.open_job_id !== null) {
+        skipped.push({ taskId: t.id, openJobId: String(t.open_job_id), scheduledAt: slot });
+        continue;
+      }
+      if (t.concurrency_policy === 'replace') replace.push(t.id);
+      let runInterval: number | null = null;
+      let runTolerance: number | null = null;
+      if (t.concurrency_policy === 'allow') {
+        runInterval = gapBefore(timing.schedule, slot);
+        runTolerance = effectiveTolerance(timing, runInterval);
+      }
+      submit.push({ taskId: t.id, runAt: slot, scheduledAt: slot, timebox: effectiveTimebox(timing, slot), runInterval, runTolerance });
+    }
+    const written = await taskAdvanceAndSubmit(trx, { advance, submit, replace, skipExisting }, now);
+    let duplicates: TaskSubmission[] = [];
+    if (written.inserted.length < submit.length) {
+      const got = new Set(written.inserted.map((i) => i.periodicTaskId));
+      duplicates = submit.filter((x) => !got.has(x.taskId));
+    }
+    return { taken: due.length, inserted: written.inserted, skipped, cancelled: written.cancelled, duplicates, broken, coalesced };
+  }
+
+  private logBatch(b: BatchResult): void {
+    const log = this.ctx.logger;
+    for (const s of b.inserted) {
+      log.debug({ taskId: s.periodicTaskId, jobId: s.id, scheduledAt: s.scheduledAt }, 'submitted job of periodic task');
+    }
+    for (const s of b.skipped) {
+      log.info({ taskId: s.taskId, jobId: s.openJobId, scheduledAt: s.scheduledAt }, 'skipped run of periodic task: a job of it is still open (policy forbid)');
+    }
+    for (const c of b.cancelled) {
+      log.info({ taskId: c.periodicTaskId, jobId: c.id }, 'cancelled open job of periodic task (policy replace)');
+    }
+    for (const d of b.duplicates) {
+      log.warn({ taskId: d.taskId, scheduledAt: d.scheduledAt }, 'slot of periodic task already had a job; not submitted again');
+    }
+    for (const x of b.broken) {
+      log.error({ taskId: x.taskId, err: { message: x.message } }, 'periodic task has a schedule that cannot be read; it will not run until its schedule is changed');
+    }
+  }
 }

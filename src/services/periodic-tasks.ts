@@ -1,6 +1,252 @@
+import { randomUUID } from 'node:crypto';
+import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js';
+import type { Job } from '../domain/job.js';
+import {
+  type ConcurrencyPolicy,
+  effectiveTimebox,
+  firstRunFrom,
+  isTaskId,
+  type PeriodicTask,
+  type PeriodicTaskView,
+  parseTiming,
+  ScheduleCache,
+  viewOf,
+} from '../domain/periodic-task.js';
+import {
+  jobCancelOpenOfTasks,
+  jobOpenOfTask,
+  jobSubmitForTask,
+  taskDelete,
+  taskDeleteByOwner,
+  taskFromRow,
+  taskGet,
+  taskInsert,
+  taskList,
+  taskPatch,
+  type TaskValues,
+} from '../repositories/periodic-tasks.js';
 import type { ServiceContext } from './context.js';
+
+/** A new task as a client sends it (shapes already checked by the HTTP schema). */
+export interface TaskCreateInput {
+  id?: string | undefined;
+  task: string;
+  group?: string | undefined;
+  args?: unknown;
+  subject?: string | null | undefined;
+  submitter?: string | null | undefined;
+  priority?: number | undefined;
+  owner?: string | null | undefined;
+  enabled?: boolean | undefined;
+  schedule: string;
+  timezone?: string | undefined;
+  /** ISO 8601 timestamp. */
+  firstRunAt?: string | null | undefined;
+  /** Duration strings; null or absent: the default. */
+  tolerance?: string | null | undefined;
+  timebox?: string | null | undefined;
+  concurrencyPolicy?: ConcurrencyPolicy | undefined;
+}
+
+/** Any writable field; absent fields stay as they are, null resets a nullable field. */
+export type TaskPatchInput = Partial<Omit<TaskCreateInput, 'id' | 'task' | 'schedule'>> & {
+  task?: string | undefined;
+  schedule?: string | undefined;
+};
+
+export interface TaskListQuery {
+  owner?: string | undefined;
+  task?: string | undefined;
+  enabled?: boolean | undefined;
+  limit: number;
+  cursor?: string | undefined;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+const encodeCursor = (id: string) => Buffer.from(id, 'utf8').toString('base64url');
+
+function decodeCursor(cursor: string): string {
+  const id = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  if (!isTaskId(id)) {
+    const message = 'cursor is not one this service handed out; pass nextCursor from the previous page';
+    throw new InvalidInputError(message, [{ path: '/cursor', message }]);
+  }
+  return id;
+}
+
+const sameTime = (a: Date | null, b: Date | null) => (a === null ? b === null : b !== null && a.getTime() === b.getTime());
 
 /** Periodic tasks: create, read, change, delete, trigger. */
 export class PeriodicTaskService {
+  private readonly schedules = new ScheduleCache(1_000);
+
   constructor(readonly ctx: ServiceContext) {}
+
+  private view(t: PeriodicTask): PeriodicTaskView {
+    return viewOf(t, this.ctx.clock.now(), this.schedules);
+  }
+
+  async create(input: TaskCreateInput): Promise<PeriodicTaskView> {
+    const now = this.ctx.clock.now();
+    const id = input.id ?? randomUUID();
+    const firstRunAt = input.firstRunAt ? new Date(input.firstRunAt) : null;
+    const timezone = input.timezone ?? 'UTC';
+    const timing = parseTiming(
+      { schedule: input.schedule, timezone, firstRunAt, tolerance: input.tolerance ?? null, timebox: input.timebox ?? null },
+      now,
+      now,
+    );
+    const enabled = input.enabled ?? true;
+    const values: TaskValues = {
+      task: input.task,
+      group: input.group ?? 'default',
+      args: input.args ?? null,
+      subject: input.subject ?? null,
+      submitter: input.submitter ?? null,
+      priority: input.priority ?? 0,
+      owner: input.owner ?? null,
+      enabled,
+      schedule: input.schedule,
+      timezone,
+      firstRunAt,
+      tolerance: timing.tolerance,
+      timebox: timing.timebox,
+      concurrencyPolicy: input.concurrencyPolicy ?? 'forbid',
+      nextRun: enabled ? firstRunFrom({ schedule: timing.schedule, createdAt: now, firstRunAt }, now) : null,
+    };
+    const row = await taskInsert(this.ctx.db.kysely, id, values, now);
+    if (!row) throw new ConflictError(`A periodic task with id "${id}" already exists.`);
+    this.ctx.logger.info({ taskId: id, nextRun: values.nextRun }, 'periodic task created');
+    return this.view(taskFromRow(row));
+  }
+
+  async get(id: string): Promise<PeriodicTaskView> {
+    const row = await taskGet(this.ctx.db.kysely, id);
+    if (!row) throw notFound(id);
+    return this.view(taskFromRow(row));
+  }
+
+  async list(q: TaskListQuery): Promise<Page<PeriodicTaskView>> {
+    const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    const rows = await taskList(this.ctx.db.kysely, { owner: q.owner, task: q.task, enabled: q.enabled, after, limit: q.limit });
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return {
+      items: page.map((r) => this.view(taskFromRow(r))),
+      nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null,
+    };
+  }
+
+  /**
+   * Changes any writable field. A change of schedule, time zone or firstRunAt recomputes nextRun
+   * from now, and so does enabling a disabled task; disabling clears it.
+   */
+  async patch(id: string, input: TaskPatchInput): Promise<PeriodicTaskView> {
+    const now = this.ctx.clock.now();
+    const row = await this.ctx.db.kysely.transaction().execute(async (trx) => {
+      const found = await taskGet(trx, id, { forUpdate: true });
+      if (!found) throw notFound(id);
+      const cur = taskFromRow(found);
+      const changes: Partial<TaskValues> = {};
+      if (input.task !== undefined) changes.task = input.task;
+      if (input.group !== undefined) changes.group = input.group;
+      if (input.args !== undefined) changes.args = input.args;
+      if (input.subject !== undefined) changes.subject = input.subject;
+      if (input.submitter !== undefined) changes.submitter = input.submitter;
+      if (input.priority !== undefined) changes.priority = input.priority;
+      if (input.owner !== undefined) changes.owner = input.owner;
+      if (input.concurrencyPolicy !== undefined) changes.concurrencyPolicy = input.concurrencyPolicy;
+      if (input.enabled !== undefined) changes.enabled = input.enabled;
+
+      const schedule = input.schedule ?? cur.schedule;
+      const timezone = input.timezone ?? cur.timezone;
+      const firstRunAt = input.firstRunAt === undefined ? cur.firstRunAt : input.firstRunAt === null ? null : new Date(input.firstRunAt);
+      const timingTouched =
+        input.schedule !== undefined ||
+        input.timezone !== undefined ||
+        input.firstRunAt !== undefined ||
+        input.tolerance !== undefined ||
+        input.timebox !== undefined;
+      const timingChanged = schedule !== cur.schedule || timezone !== cur.timezone || !sameTime(firstRunAt, cur.firstRunAt);
+      const enabled = input.enabled ?? cur.enabled;
+      if (timingTouched) {
+        const timing = parseTiming(
+          {
+            schedule,
+            timezone,
+            firstRunAt,
+            tolerance: input.tolerance === undefined ? cur.tolerance : input.tolerance,
+            timebox: input.timebox === undefined ? cur.timebox : input.timebox,
+          },
+          cur.createdAt,
+          now,
+        );
+        Object.assign(changes, { schedule, timezone, firstRunAt, tolerance: timing.tolerance, timebox: timing.timebox });
+        if (enabled && (timingChanged || !cur.enabled)) {
+          changes.nextRun = firstRunFrom({ schedule: timing.schedule, createdAt: cur.createdAt, firstRunAt }, now);
+        }
+      } else if (enabled && !cur.enabled) {
+        changes.nextRun = firstRunFrom({ schedule: this.schedules.get(schedule, timezone), createdAt: cur.createdAt, firstRunAt }, now);
+      }
+      if (!enabled && cur.nextRun !== null) changes.nextRun = null;
+      if (Object.keys(changes).length === 0) return found;
+      return taskPatch(trx, id, changes, now);
+    });
+    if (!row) throw notFound(id);
+    const task = taskFromRow(row);
+    this.ctx.logger.info({ taskId: id, fields: Object.keys(input), nextRun: task.nextRun }, 'periodic task changed');
+    return this.view(task);
+  }
+
+  async delete(id: string): Promise<void> {
+    if (!(await taskDelete(this.ctx.db.kysely, id))) throw notFound(id);
+    this.ctx.logger.info({ taskId: id }, 'periodic task deleted');
+  }
+
+  /** Deletes every task of an owner (what a creator does when the thing it owns goes away). */
+  async deleteByOwner(owner: string): Promise<number> {
+    const deleted = await taskDeleteByOwner(this.ctx.db.kysely, owner);
+    this.ctx.logger.info({ owner, deleted }, 'periodic tasks of an owner deleted');
+    return deleted;
+  }
+
+  /**
+   * Submits a job of the task now, whatever its schedule (nextRun is left alone; a disabled task
+   * may be triggered too). The policy applies: forbid refuses while an open job exists, replace
+   * cancels it first. A triggered job is not a slot, so it has no drop check.
+   */
+  async trigger(id: string): Promise<Job> {
+    const now = this.ctx.clock.now();
+    const { job, cancelled } = await this.ctx.db.kysely.transaction().execute(async (trx) => {
+      const found = await taskGet(trx, id, { forUpdate: true });
+      if (!found) throw notFound(id);
+      const task = taskFromRow(found);
+      let cancelled: string[] = [];
+      if (task.concurrencyPolicy === 'forbid') {
+        const open = await jobOpenOfTask(trx, id);
+        if (open !== null) {
+          throw new ConflictError(
+            `Periodic task "${id}" has a queued or running job (${open}) and its concurrencyPolicy is forbid; wait for it to finish or cancel it.`,
+          );
+        }
+      } else if (task.concurrencyPolicy === 'replace') {
+        cancelled = (await jobCancelOpenOfTasks(trx, [id], now)).map((c) => c.id);
+      }
+      const timebox = effectiveTimebox({ schedule: this.schedules.get(task.schedule, task.timezone), timebox: task.timebox }, task.nextRun ?? now);
+      const job = await jobSubmitForTask(trx, { taskId: id, runAt: now, scheduledAt: null, timebox, runInterval: null, runTolerance: null }, now);
+      if (!job) throw notFound(id);
+      return { job, cancelled };
+    });
+    for (const c of cancelled) this.ctx.logger.info({ taskId: id, jobId: c, by: job.id }, 'cancelled open job of periodic task (policy replace)');
+    this.ctx.logger.info({ taskId: id, jobId: job.id }, 'periodic task triggered');
+    return job;
+  }
+}
+
+function notFound(id: string): NotFoundError {
+  return new NotFoundError(`There is no periodic task with id "${id}".`);
 }

@@ -1,9 +1,168 @@
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { type FieldIssue, InvalidInputError } from '../../domain/errors.js';
+import { ProblemSchema, standardErrors } from '../schemas/common.js';
+import {
+  DeletedSchema,
+  NoQuerySchema,
+  PeriodicTaskSchema,
+  TASK_READ_ONLY_FIELDS,
+  TaskCreateBodySchema,
+  TaskDeleteByOwnerQuerySchema,
+  TaskIdParamsSchema,
+  TaskListQuerySchema,
+  TaskPageSchema,
+  TaskPatchBodySchema,
+  taskToJson,
+} from '../schemas/periodic-tasks.js';
+import { JobSchema, jobDto } from '../schemas/jobs.js';
 import type { RouteDeps } from './index.js';
 
+const tags = ['periodic-tasks'];
+
+/** Refuses read-only fields by name before the schema reports them as merely unknown. */
+function refuseReadOnly(readOnly: readonly string[]) {
+  return async (request: FastifyRequest) => {
+    const body = request.body;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
+    const errors: FieldIssue[] = readOnly
+      .filter((f) => Object.hasOwn(body, f))
+      .map((f) => ({ path: `/${f}`, message: `"${f}" is read-only` }));
+    if (errors.length > 0) throw new InvalidInputError(errors.map((e) => e.message).join('; '), errors);
+  };
+}
+
+/** The periodic_task API (API.md "Periodic tasks"). Reading needs tasks:read, the rest tasks:write. */
 export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
+  const tasks = deps.services.tasks;
   return async (app) => {
-    void deps;
-    void app;
+    app.post(
+      '/periodic-tasks',
+      {
+        config: { access: 'tasks:write' },
+        preValidation: refuseReadOnly(TASK_READ_ONLY_FIELDS),
+        schema: {
+          tags,
+          summary: 'Create a periodic task',
+          description: 'A bad schedule is a 400 naming the offending part; an id that exists is a 409.',
+          querystring: NoQuerySchema,
+          body: TaskCreateBodySchema,
+          response: { 201: PeriodicTaskSchema, ...standardErrors, 409: ProblemSchema },
+        },
+      },
+      async (request, reply) => {
+        const task = await tasks.create(request.body);
+        return reply.status(201).send(taskToJson(task));
+      },
+    );
+
+    app.get(
+      '/periodic-tasks',
+      {
+        config: { access: 'tasks:read' },
+        schema: {
+          tags,
+          summary: 'List periodic tasks',
+          description: 'In id order, filtered by owner, task and enabled; page with limit and cursor.',
+          querystring: TaskListQuerySchema,
+          response: { 200: TaskPageSchema, ...standardErrors },
+        },
+      },
+      async (request) => {
+        const page = await tasks.list(request.query);
+        return { items: page.items.map(taskToJson), nextCursor: page.nextCursor };
+      },
+    );
+
+    app.delete(
+      '/periodic-tasks',
+      {
+        config: { access: 'tasks:write' },
+        schema: {
+          tags,
+          summary: 'Delete every periodic task of an owner',
+          description: 'What a creator does when the thing it owns is deleted. `owner` is required. Jobs already submitted stay.',
+          querystring: TaskDeleteByOwnerQuerySchema,
+          response: { 200: DeletedSchema, ...standardErrors },
+        },
+      },
+      async (request) => ({ deleted: await tasks.deleteByOwner(request.query.owner) }),
+    );
+
+    app.get(
+      '/periodic-tasks/:id',
+      {
+        config: { access: 'tasks:read' },
+        schema: {
+          tags,
+          summary: 'Get a periodic task',
+          params: TaskIdParamsSchema,
+          querystring: NoQuerySchema,
+          response: { 200: PeriodicTaskSchema, ...standardErrors, 404: ProblemSchema },
+        },
+      },
+      async (request) => taskToJson(await tasks.get(request.params.id)),
+    );
+
+    app.patch(
+      '/periodic-tasks/:id',
+      {
+        config: { access: 'tasks:write' },
+        preValidation: refuseReadOnly(['id', ...TASK_READ_ONLY_FIELDS]),
+        schema: {
+          tags,
+          summary: 'Change a periodic task',
+          description:
+            'Any writable field. A change of schedule, timezone or firstRunAt recomputes nextRun from now; so does ' +
+            'enabling a disabled task. Disabling clears nextRun.',
+          params: TaskIdParamsSchema,
+          querystring: NoQuerySchema,
+          body: TaskPatchBodySchema,
+          response: { 200: PeriodicTaskSchema, ...standardErrors, 404: ProblemSchema },
+        },
+      },
+      async (request) => taskToJson(await tasks.patch(request.params.id, request.body ?? {})),
+    );
+
+    app.delete(
+      '/periodic-tasks/:id',
+      {
+        config: { access: 'tasks:write' },
+        schema: {
+          tags,
+          summary: 'Delete a periodic task',
+          description: 'Jobs already submitted stay (their periodicTaskId becomes null).',
+          params: TaskIdParamsSchema,
+          querystring: NoQuerySchema,
+          response: { 204: z.null().meta({ description: 'Deleted' }), ...standardErrors, 404: ProblemSchema },
+        },
+      },
+      async (request, reply) => {
+        await tasks.delete(request.params.id);
+        return reply.status(204).send(null);
+      },
+    );
+
+    app.post(
+      '/periodic-tasks/:id/trigger',
+      {
+        config: { access: 'tasks:write' },
+        schema: {
+          tags,
+          summary: 'Submit a job of the task now',
+          description:
+            'The concurrency policy applies: 409 when forbid finds a queued or running job; replace cancels it. ' +
+            'nextRun is not changed; a disabled task may be triggered too.',
+          params: TaskIdParamsSchema,
+          querystring: NoQuerySchema,
+          response: { 201: JobSchema, ...standardErrors, 404: ProblemSchema, 409: ProblemSchema },
+        },
+      },
+      async (request, reply) => {
+        const job = await tasks.trigger(request.params.id);
+        return reply.status(201).send(jobDto(job));
+      },
+    );
   };
 }

@@ -1,0 +1,201 @@
+import { z } from 'zod';
+import { formatDuration } from '../../domain/duration.js';
+import { CONCURRENCY_POLICIES, MAX_NAME_LENGTH, type PeriodicTaskView, TASK_ID_PATTERN } from '../../domain/periodic-task.js';
+
+const Name = (what: string) =>
+  z.string().min(1, `${what} must not be empty`).max(MAX_NAME_LENGTH, `${what} is longer than ${MAX_NAME_LENGTH} characters`);
+
+const TaskId = z
+  .string()
+  .regex(TASK_ID_PATTERN, 'id must be 1 to 200 characters of A-Z, a-z, 0-9, ".", "_", ":" and "-"')
+  .meta({ description: 'Client-chosen id; generated (a UUID) when absent', example: 'mail-channel-42:poll' });
+
+const Timestamp = z.iso
+  .datetime({ offset: true, message: 'expected an ISO 8601 timestamp like 2026-11-20T09:00:00.000Z' })
+  .meta({ example: '2026-11-20T09:00:00.000Z' });
+
+const Duration = z
+  .string()
+  .max(100)
+  .meta({ description: 'Go-style (`500ms`, `12s`, `1h30m`, `2d`) or ISO 8601 (`PT12S`)', example: '30s' });
+
+const Priority = z
+  .number()
+  .int('priority must be a whole number')
+  .min(-2147483648)
+  .max(2147483647)
+  .meta({ description: 'Higher runs first', example: 0 });
+
+const Policy = z.enum(CONCURRENCY_POLICIES).meta({
+  description:
+    'forbid (default): no new job while one of this task is queued or running (nextRun still advances); ' +
+    'allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; ' +
+    'replace: cancel the queued or running job and submit a new one',
+});
+
+const writable = {
+  task: Name('task').meta({ description: 'The job type it submits', example: 'mail.poll' }),
+  group: Name('group').meta({ description: 'Job group (default `default`)' }),
+  args: z.unknown().meta({ description: 'Any JSON, handed to each job' }),
+  subject: z.string().nullable(),
+  submitter: z.string().nullable(),
+  priority: Priority,
+  owner: Name('owner').nullable().meta({ description: 'What the task belongs to, e.g. `channel:42`', example: 'channel:42' }),
+  enabled: z.boolean(),
+  schedule: z.string().meta({
+    description: '`every <duration> [offset <duration>]`, a cron expression (5 or 6 fields), or a systemd calendar event',
+    example: 'every 5m',
+  }),
+  timezone: z.string().max(100).meta({ description: 'IANA time zone for cron and calendar schedules (default UTC)', example: 'Europe/Berlin' }),
+  firstRunAt: Timestamp.nullable().meta({ description: 'Interval schedules run at firstRunAt + k·every (k ≥ 0); cron and calendar: no run before it' }),
+  tolerance: Duration.nullable().meta({ description: 'null: the default min(5s, interval/10)' }),
+  timebox: Duration.nullable().meta({ description: 'null: the default, half the interval (cron/calendar: half the time to the following occurrence)' }),
+  concurrencyPolicy: Policy,
+};
+
+export const TaskCreateBodySchema = z
+  .strictObject({
+    id: TaskId.optional(),
+    task: writable.task,
+    group: writable.group.optional(),
+    args: writable.args.optional(),
+    subject: writable.subject.optional(),
+    submitter: writable.submitter.optional(),
+    priority: writable.priority.optional(),
+    owner: writable.owner.optional(),
+    enabled: writable.enabled.optional(),
+    schedule: writable.schedule,
+    timezone: writable.timezone.optional(),
+    firstRunAt: writable.firstRunAt.optional(),
+    tolerance: writable.tolerance.optional(),
+    timebox: writable.timebox.optional(),
+    concurrencyPolicy: writable.concurrencyPolicy.optional(),
+  })
+  .meta({ id: 'PeriodicTaskCreate' });
+
+export const TaskPatchBodySchema = z
+  .strictObject({
+    task: writable.task.optional(),
+    group: writable.group.optional(),
+    args: writable.args.optional(),
+    subject: writable.subject.optional(),
+    submitter: writable.submitter.optional(),
+    priority: writable.priority.optional(),
+    owner: writable.owner.optional(),
+    enabled: writable.enabled.optional(),
+    schedule: writable.schedule.optional(),
+    timezone: writable.timezone.optional(),
+    firstRunAt: writable.firstRunAt.optional(),
+    tolerance: writable.tolerance.optional(),
+    timebox: writable.timebox.optional(),
+    concurrencyPolicy: writable.concurrencyPolicy.optional(),
+  })
+  .meta({ id: 'PeriodicTaskPatch', description: 'Any writable field; null resets a nullable one (tolerance and timebox to their defaults)' });
+
+/** Fields the service owns; sending one in a body is a 400 naming it. */
+export const TASK_READ_ONLY_FIELDS = [
+  'nextRun',
+  'lastRun',
+  'worker',
+  'marked',
+  'state',
+  'createdAt',
+  'updatedAt',
+  'effectiveTolerance',
+  'effectiveTimebox',
+] as const;
+
+const NullableTimestamp = z.string().nullable();
+
+export const PeriodicTaskSchema = z
+  .object({
+    id: z.string(),
+    task: z.string(),
+    group: z.string(),
+    args: z.unknown(),
+    subject: z.string().nullable(),
+    submitter: z.string().nullable(),
+    priority: z.number().int(),
+    owner: z.string().nullable(),
+    enabled: z.boolean(),
+    schedule: z.string(),
+    timezone: z.string(),
+    firstRunAt: NullableTimestamp,
+    tolerance: z.string().nullable().meta({ description: 'As set; null when the default applies (see effectiveTolerance)' }),
+    timebox: z.string().nullable().meta({ description: 'As set; null when the default applies (see effectiveTimebox)' }),
+    concurrencyPolicy: Policy,
+    effectiveTolerance: z.string().nullable().meta({ description: 'Read-only: the tolerance in effect for the next run, default included' }),
+    effectiveTimebox: z.string().nullable().meta({ description: 'Read-only: the timebox in effect for the next run, default included' }),
+    nextRun: NullableTimestamp.meta({ description: 'Read-only: the next scheduled time; null while disabled or when the schedule never fires again' }),
+    lastRun: NullableTimestamp.meta({ description: 'Read-only: when a job of this task last began executing' }),
+    worker: z.string().nullable().meta({ description: 'Read-only: the scheduler instance submitting this task right now' }),
+    marked: NullableTimestamp.meta({ description: 'Read-only: since when `worker` holds it' }),
+    state: z.unknown().meta({ description: 'Read-only: state saved by the last run, handed to the next job as taskState' }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'PeriodicTask' });
+
+export const TaskPageSchema = z.object({
+  items: z.array(PeriodicTaskSchema),
+  nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page' }),
+});
+
+export const TaskListQuerySchema = z.strictObject({
+  owner: Name('owner').optional(),
+  task: Name('task').optional(),
+  enabled: z
+    .enum(['true', 'false'], { message: 'enabled must be true or false' })
+    .transform((v) => v === 'true')
+    .optional(),
+  limit: z.coerce
+    .number({ message: 'limit must be a number' })
+    .int('limit must be a whole number')
+    .min(1, 'limit must be at least 1')
+    .max(1000, 'limit must be at most 1000')
+    .default(100),
+  cursor: z.string().min(1).max(1000).optional(),
+});
+
+export const TaskDeleteByOwnerQuerySchema = z.strictObject({
+  owner: Name('owner').meta({ description: 'Required: deletes every task of this owner' }),
+});
+
+/** Routes that take no query parameters still refuse unknown ones. */
+export const NoQuerySchema = z.strictObject({});
+
+export const TaskIdParamsSchema = z.object({ id: z.string().max(1000) });
+
+export const DeletedSchema = z.object({ deleted: z.number().int() });
+
+const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+const duration = (ms: number | null): string | null => (ms === null ? null : formatDuration(ms));
+
+export function taskToJson(t: PeriodicTaskView): z.output<typeof PeriodicTaskSchema> {
+  return {
+    id: t.id,
+    task: t.task,
+    group: t.group,
+    args: t.args,
+    subject: t.subject,
+    submitter: t.submitter,
+    priority: t.priority,
+    owner: t.owner,
+    enabled: t.enabled,
+    schedule: t.schedule,
+    timezone: t.timezone,
+    firstRunAt: iso(t.firstRunAt),
+    tolerance: duration(t.tolerance),
+    timebox: duration(t.timebox),
+    concurrencyPolicy: t.concurrencyPolicy,
+    effectiveTolerance: duration(t.effectiveTolerance),
+    effectiveTimebox: duration(t.effectiveTimebox),
+    nextRun: iso(t.nextRun),
+    lastRun: iso(t.lastRun),
+    worker: t.worker,
+    marked: iso(t.marked),
+    state: t.state,
+    createdAt: t.createdAt.toISOString(),
+    updatedAt: t.updatedAt.toISOString(),
+  };
+}

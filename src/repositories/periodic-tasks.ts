@@ -1,0 +1,372 @@
+/**
+ * All SQL on periodic_task, and the job submissions of the PeriodicScheduler and of triggers.
+ * Every "now" is a parameter (the caller's Clock), never the database's now().
+ */
+import { type Insertable, type Kysely, type Selectable, sql, type Updateable } from 'kysely';
+import type { Database, PeriodicTaskTable } from '../db/schema.js';
+import { CHANNELS } from '../db/notifications.js';
+import type { Job } from '../domain/job.js';
+import type { ConcurrencyPolicy, PeriodicTask } from '../domain/periodic-task.js';
+import { jobFromRow, type JobRow } from './jobs.js';
+
+type Q = Kysely<Database>;
+export type TaskRow = Selectable<PeriodicTaskTable>;
+
+const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+
+export function taskFromRow(r: TaskRow): PeriodicTask {
+  return {
+    id: r.id,
+    task: r.task,
+    group: r.group_,
+    args: r.args ?? null,
+    subject: r.subject,
+    submitter: r.submitter,
+    priority: r.priority,
+    owner: r.owner,
+    enabled: r.enabled,
+    schedule: r.timer,
+    timezone: r.timezone,
+    firstRunAt: r.first_run_at,
+    tolerance: r.tolerance,
+    timebox: r.timebox,
+    concurrencyPolicy: r.concurrency_policy,
+    nextRun: r.nextrun,
+    lastRun: r.last_run,
+    worker: r.worker,
+    marked: r.marked,
+    state: r.state ?? null,
+    createdAt: r.created,
+    updatedAt: r.updated,
+  };
+}
+
+/** The writable columns of a task, as stored. */
+export interface TaskValues {
+  task: string;
+  group: string;
+  args: unknown;
+  subject: string | null;
+  submitter: string | null;
+  priority: number;
+  owner: string | null;
+  enabled: boolean;
+  schedule: string;
+  timezone: string;
+  firstRunAt: Date | null;
+  tolerance: number | null;
+  timebox: number | null;
+  concurrencyPolicy: ConcurrencyPolicy;
+  nextRun: Date | null;
+}
+
+function columns(v: Partial<TaskValues>) {
+  const c: Record<string, unknown> = {};
+  if (v.task !== undefined) c.task = v.task;
+  if (v.group !== undefined) c.group_ = v.group;
+  if (v.args !== undefined) c.args = json(v.args);
+  if (v.subject !== undefined) c.subject = v.subject;
+  if (v.submitter !== undefined) c.submitter = v.submitter;
+  if (v.priority !== undefined) c.priority = v.priority;
+  if (v.owner !== undefined) c.owner = v.owner;
+  if (v.enabled !== undefined) c.enabled = v.enabled;
+  if (v.schedule !== undefined) c.timer = v.schedule;
+  if (v.timezone !== undefined) c.timezone = v.timezone;
+  if (v.firstRunAt !== undefined) c.first_run_at = iso(v.firstRunAt);
+  if (v.tolerance !== undefined) c.tolerance = v.tolerance;
+  if (v.timebox !== undefined) c.timebox = v.timebox;
+  if (v.concurrencyPolicy !== undefined) c.concurrency_policy = v.concurrencyPolicy;
+  if (v.nextRun !== undefined) c.nextrun = iso(v.nextRun);
+  return c;
+}
+
+/** Wakes the PeriodicScheduler of every instance (delivered when the transaction commits). */
+const notifyTasks = sql<string>`pg_notify(${CHANNELS.tasks}, '')`;
+
+/** Inserts a task; null when the id is taken. Notifies the schedulers. */
+export async function taskInsert(db: Q, id: string, values: TaskValues, now: Date): Promise<TaskRow | null> {
+  const row = await db
+    .insertInto('periodic_task')
+    .values({ ...(columns(values) as Insertable<PeriodicTaskTable>), id, created: now, updated: now })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .returningAll()
+    .returning(notifyTasks.as('_notified'))
+    .executeTakeFirst();
+  if (!row) return null;
+  const { _notified, ...rest } = row as TaskRow & { _notified: unknown };
+  void _notified;
+  return rest;
+}
+
+export async function taskGet(db: Q, id: string, options: { forUpdate?: boolean } = {}): Promise<TaskRow | null> {
+  let q = db.selectFrom('periodic_task').selectAll().where('id', '=', id);
+  if (options.forUpdate) q = q.forUpdate();
+  return (await q.executeTakeFirst()) ?? null;
+}
+
+export interface TaskFilter {
+  owner?: string | undefined;
+  task?: string | undefined;
+  enabled?: boolean | undefined;
+  /** Keyset: ids greater than this. */
+  after?: string | undefined;
+  limit: number;
+}
+
+/** One page in id order; asks for limit + 1 rows so the caller knows whether there is more. */
+export async function taskList(db: Q, f: TaskFilter): Promise<TaskRow[]> {
+  let q = db.selectFrom('periodic_task').selectAll();
+  if (f.owner !== undefined) q = q.where('owner', '=', f.owner);
+  if (f.task !== undefined) q = q.where('task', '=', f.task);
+  if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled);
+  if (f.after !== undefined) q = q.where('id', '>', f.after);
+  return q.orderBy('id').limit(f.limit + 1).execute();
+}
+
+/** Writes changed columns (and `updated`); notifies the schedulers. */
+export async function taskPatch(db: Q, id: string, values: Partial<TaskValues>, now: Date): Promise<TaskRow | null> {
+  const row = await db
+    .updateTable('periodic_task')
+    .set({ ...(columns(values) as Updateable<PeriodicTaskTable>), updated: now })
+    .where('id', '=', id)
+    .returningAll()
+    .returning(notifyTasks.as('_notified'))
+    .executeTakeFirst();
+  if (!row) return null;
+  const { _notified, ...rest } = row as TaskRow & { _notified: unknown };
+  void _notified;
+  return rest;
+}
+
+export async function taskDelete(db: Q, id: string): Promise<boolean> {
+  const r = await db.deleteFrom('periodic_task').where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
+export async function taskDeleteByOwner(db: Q, owner: string): Promise<number> {
+  const r = await db.deleteFrom('periodic_task').where('owner', '=', owner).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** A due task taken by taskTakeDue: what the scheduler needs to submit and advance it. */
+export interface DueTask {
+  id: string;
+  timer: string;
+  timezone: string;
+  created: Date;
+  first_run_at: Date | null;
+  tolerance: number | null;
+  timebox: number | null;
+  concurrency_policy: ConcurrencyPolicy;
+  nextrun: Date;
+  /** forbid only: a queued or running job of the task, if any. */
+  open_job_id: number | null;
+}
+
+/**
+ * Takes up to `limit` of the earliest enabled due tasks (nextrun <= now) that carry no mark, or a
+ * stale one, by locking their rows: FOR UPDATE SKIP LOCKED, so tasks another instance is handling
+ * right now are passed over, never waited for. The lock is the mark of a scheduler batch: it lasts
+ * exactly as long as the batch's transaction, and vanishes with the connection of an instance that
+ * dies. For forbid tasks it also answers whether an open job exists (job_open_by_task_idx).
+ */
+export async function taskTakeDue(
+  db: Q,
+  p: { now: Date; staleBefore: Date; limit: number },
+): Promise<DueTask[]> {
+  const { rows } = await sql<DueTask>`
+    SELECT t.id, t.timer, t.timezone, t.created, t.first_run_at, t.tolerance, t.timebox,
+           t.concurrency_policy, t.nextrun,
+           CASE WHEN t.concurrency_policy = 'forbid' THEN
+             (SELECT j.id FROM job j
+               WHERE j.periodic_task_id = t.id AND j.state IN ('queued', 'running')
+               LIMIT 1)
+           END AS open_job_id
+      FROM periodic_task t
+     WHERE t.enabled AND t.nextrun <= ${p.now}
+       AND (t.marked IS NULL OR t.marked <= ${p.staleBefore})
+     ORDER BY t.nextrun
+     LIMIT ${p.limit}
+       FOR UPDATE OF t SKIP LOCKED`.execute(db);
+  return rows;
+}
+
+/** Clears every mark of `worker` (scheduler stop). */
+export async function taskUnmark(db: Q, worker: string): Promise<number> {
+  const r = await db
+    .updateTable('periodic_task')
+    .set({ worker: null, marked: null })
+    .where('worker', '=', worker)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
+/** Clears marks made at or before `staleBefore` (their instance died); skips rows being worked on. */
+export async function taskClearStaleMarks(db: Q, staleBefore: Date): Promise<number> {
+  const r = await sql`
+    UPDATE periodic_task SET worker = NULL, marked = NULL
+     WHERE id IN (SELECT id FROM periodic_task WHERE marked <= ${staleBefore} FOR UPDATE SKIP LOCKED)`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}
+
+/**
+ * When the scheduler has something to do next: the earliest nextrun of an enabled unmarked task,
+ * or the moment a current mark turns stale, whichever comes first. Both are index lookups.
+ */
+export async function taskEarliestNextRun(db: Q, staleMs: number): Promise<Date | null> {
+  const { rows } = await sql<{ at: Date | null }>`
+    SELECT least(
+      (SELECT min(nextrun) FROM periodic_task WHERE enabled AND nextrun IS NOT NULL AND marked IS NULL),
+      (SELECT min(marked) FROM periodic_task WHERE marked IS NOT NULL) + make_interval(secs => ${staleMs / 1000})
+    ) AS at`.execute(db);
+  return rows[0]?.at ?? null;
+}
+
+/** The id of a queued or running job of a task, if any (job_open_by_task_idx). */
+export async function jobOpenOfTask(db: Q, taskId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('job')
+    .select('id')
+    .where('periodic_task_id', '=', taskId)
+    .where('state', 'in', ['queued', 'running'])
+    .limit(1)
+    .executeTakeFirst();
+  return row ? String(row.id) : null;
+}
+
+/**
+ * The cancellation of an open job replaced by a new run (as jobCancel in jobs.ts does it, plus an
+ * error saying why). A running job keeps its lease token, so its worker's next heartbeat answers
+ * `cancel: true`; a queued job's old token is cleared.
+ */
+function replacedSet(now: Date) {
+  return sql`state = 'cancelled',
+           lease_token = CASE WHEN state = 'running' THEN lease_token ELSE NULL END,
+           lease_expires_at = NULL,
+           finished_at = ${now},
+           updated_at = ${now},
+           error = jsonb_build_object('kind', 'replaced', 'at', ${now.toISOString()}::text,
+             'message', 'cancelled: replaced by a new run of periodic task ' || periodic_task_id)`;
+}
+
+/** Cancels the queued and running jobs of the given tasks (policy replace). */
+export async function jobCancelOpenOfTasks(
+  db: Q,
+  taskIds: readonly string[],
+  now: Date,
+): Promise<{ id: string; periodicTaskId: string }[]> {
+  if (taskIds.length === 0) return [];
+  const { rows } = await sql<{ id: number; periodic_task_id: string }>`
+    UPDATE job
+       SET ${replacedSet(now)}
+     WHERE periodic_task_id = ANY(${taskIds}::text[]) AND state IN ('queued', 'running')
+    RETURNING id, periodic_task_id`.execute(db);
+  return rows.map((r) => ({ id: String(r.id), periodicTaskId: r.periodic_task_id }));
+}
+
+/** One job to submit for a task; type, group, args, priority, subject and submitter come from the task. */
+export interface TaskSubmission {
+  taskId: string;
+  runAt: Date;
+  /** The slot; null for a manual trigger (not a slot, so never a duplicate). */
+  scheduledAt: Date | null;
+  timebox: number;
+  /** Policy allow: the drop check's interval and tolerance; else null. */
+  runInterval: number | null;
+  runTolerance: number | null;
+}
+
+/** Inserts one job for a task, reading its type, group, args and so on from the task row, and returns it whole (trigger). */
+export async function jobSubmitForTask(db: Q, item: TaskSubmission, now: Date): Promise<Job | null> {
+  const { rows } = await sql<JobRow>`
+    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
+                     periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
+                     created_at, updated_at)
+    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, ${item.runAt}, 1,
+           t.id, ${iso(item.scheduledAt)}::timestamptz, ${item.timebox}::bigint, ${item.runInterval}::bigint,
+           ${item.runTolerance}::bigint, ${now}, ${now}
+      FROM periodic_task t
+     WHERE t.id = ${item.taskId}
+    RETURNING *`.execute(db);
+  return rows[0] ? jobFromRow(rows[0]) : null;
+}
+
+/** What a scheduler batch writes: every taken task's new nextrun, and the jobs of those that run. */
+export interface BatchWrite {
+  /** Every task of the batch and its new nextrun (null: the schedule never fires again). */
+  advance: readonly { taskId: string; nextRun: Date | null }[];
+  /** The jobs to submit (policy forbid with an open job: none). */
+  submit: readonly TaskSubmission[];
+  /** Policy replace: tasks whose open jobs are cancelled. */
+  replace: readonly string[];
+  /**
+   * Skip slots that already have a job instead of failing. Off by default: the batch holds the row
+   * locks of its tasks, so a conflict means something unusual (a clock-skewed instance submitted
+   * the slot, then nextRun was moved back onto it); the caller retries the batch with it on.
+   */
+  skipExisting: boolean;
+}
+
+export interface BatchWritten {
+  inserted: { id: string; periodicTaskId: string; scheduledAt: Date }[];
+  cancelled: { id: string; periodicTaskId: string }[];
+}
+
+/**
+ * One statement for the whole batch: advances and unmarks every task, cancels the open jobs of
+ * replace tasks and inserts the jobs (type, group, args, priority, subject and submitter read from
+ * the task rows), all from arrays (unnest): no round trip per task.
+ */
+export async function taskAdvanceAndSubmit(db: Q, w: BatchWrite, now: Date): Promise<BatchWritten> {
+  if (w.advance.length === 0) return { inserted: [], cancelled: [] };
+  const s = w.submit;
+  const advanceIds = w.advance.map((a) => a.taskId);
+  // Both reads of periodic_task are forced to be one primary-key probe per task (LATERAL …
+  // OFFSET 0): joined to unnest() directly, the planner hashes the whole table for every batch
+  // while the table is small enough to look cheap, and that is O(tasks) per batch.
+  const { rows } = await sql<{ kind: 'job' | 'cancelled'; id: number; periodic_task_id: string; scheduled_at: Date | null }>`
+    WITH advanced AS (
+      UPDATE periodic_task t
+         SET nextrun = a.nextrun, worker = NULL, marked = NULL
+        FROM (SELECT x.nextrun, p.ctid AS row_id
+                FROM unnest(${advanceIds}::text[], ${w.advance.map((a) => iso(a.nextRun))}::timestamptz[]) AS x(id, nextrun)
+                CROSS JOIN LATERAL (SELECT ctid FROM periodic_task WHERE id = x.id OFFSET 0) p) a
+       WHERE t.ctid = a.row_id
+    ), cancelled AS (
+      UPDATE job
+         SET ${replacedSet(now)}
+       WHERE periodic_task_id = ANY(${w.replace}::text[]) AND state IN ('queued', 'running')
+      RETURNING id, periodic_task_id
+    ), inserted AS (
+      INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
+                       periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
+                       created_at, updated_at)
+      SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.slot, 1,
+             t.id, x.slot, x.timebox, x.run_interval, x.run_tolerance, ${now}, ${now}
+        FROM unnest(${s.map((i) => i.taskId)}::text[],
+                    ${s.map((i) => iso(i.scheduledAt))}::timestamptz[],
+                    ${s.map((i) => i.timebox)}::bigint[],
+                    ${s.map((i) => i.runInterval)}::bigint[],
+                    ${s.map((i) => i.runTolerance)}::bigint[]) AS x(task_id, slot, timebox, run_interval, run_tolerance)
+        CROSS JOIN LATERAL (SELECT task, group_, args, subject, submitter, priority, id
+                              FROM periodic_task WHERE id = x.task_id OFFSET 0) t
+      ${w.skipExisting ? sql`ON CONFLICT (periodic_task_id, scheduled_at) DO NOTHING` : sql``}
+      RETURNING id, periodic_task_id, scheduled_at
+    )
+    SELECT 'job' AS kind, id, periodic_task_id, scheduled_at FROM inserted
+    UNION ALL
+    SELECT 'cancelled', id, periodic_task_id, NULL FROM cancelled`.execute(db);
+  const out: BatchWritten = { inserted: [], cancelled: [] };
+  for (const r of rows) {
+    if (r.kind === 'job') out.inserted.push({ id: String(r.id), periodicTaskId: r.periodic_task_id, scheduledAt: r.scheduled_at! });
+    else out.cancelled.push({ id: String(r.id), periodicTaskId: r.periodic_task_id });
+  }
+  return out;
+}
+
+/** True for the error a batch gets when a slot it submits already has a job. */
+export function isSlotConflict(err: unknown): boolean {
+  const e = err as { code?: unknown; constraint?: unknown };
+  return e?.code === '23505' && e.constraint === 'job_periodic_slot_key';
+}

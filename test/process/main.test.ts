@@ -1,0 +1,126 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/db/embedded.js';
+
+/**
+ * The real process, as `npm start` runs it: compiled code, its own embedded PostgreSQL in a data
+ * folder, signals. Slow-ish (a few seconds per start), so one file covers the whole life cycle.
+ */
+const root = path.resolve(import.meta.dirname, '../..');
+let dataRoot: string;
+
+beforeAll(async () => {
+  await promisify(execFile)(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
+  dataRoot = await mkdtemp(path.join(os.tmpdir(), 'jobclock-process-'));
+  await chmod(dataRoot, 0o755);
+}, 120_000);
+
+afterAll(async () => {
+  if (dataRoot) await rm(dataRoot, { recursive: true, force: true });
+});
+
+interface Running {
+  child: ChildProcess;
+  port: number;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+}
+
+async function start(env: Record<string, string> = {}): Promise<Running> {
+  const port = await freePort();
+  let out = '';
+  const child = spawn(process.execPath, [path.join(root, 'dist/src/main.js')], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), JOBCLOCK_DATA_DIR: path.join(dataRoot, 'pg'), LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, at: Date.now() })),
+  );
+  return { child, port, output: () => out, exited };
+}
+
+async function waitReady(r: Running, ms = 30_000): Promise<number> {
+  const t0 = Date.now();
+  while (Date.now() - t0 < ms) {
+    if (r.child.exitCode !== null) throw new Error(`exited early:\n${r.output()}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${r.port}/readyz`);
+      if (res.status === 200) return Date.now() - t0;
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error(`not ready within ${ms} ms:\n${r.output()}`);
+}
+
+const api = (r: Running, method: string, url: string, body?: unknown) =>
+  fetch(`http://127.0.0.1:${r.port}${url}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? null : JSON.stringify(body),
+  });
+
+describe('the jobclock process', () => {
+  it('starts on an embedded PostgreSQL, keeps its data across restarts, and exits 0 on SIGTERM within 10 s', async () => {
+    const first = await start();
+    expect(await waitReady(first)).toBeLessThan(30_000);
+    const created = await api(first, 'POST', '/jobs', { type: 'persist.me', args: { n: 1 } });
+    expect(created.status).toBe(201);
+    const job = (await created.json()) as { id: string };
+
+    const t0 = Date.now();
+    first.child.kill('SIGTERM');
+    const exit = await first.exited;
+    expect(exit.code).toBe(0);
+    expect(exit.at - t0).toBeLessThan(10_000);
+    expect(first.output()).toMatch(/"msg":"stopped"/);
+
+    const second = await start();
+    await waitReady(second);
+    const again = await api(second, 'GET', `/jobs/${job.id}`);
+    expect(again.status).toBe(200);
+    expect(((await again.json()) as { type: string }).type).toBe('persist.me');
+    second.child.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+  }, 90_000);
+
+  it('recovers by itself after being killed with SIGKILL (which leaves PostgreSQL running)', async () => {
+    const victim = await start();
+    await waitReady(victim);
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+
+    const next = await start();
+    await waitReady(next);
+    expect(next.output()).toMatch(/stopping a PostgreSQL left running by a previous jobclock/);
+    expect((await api(next, 'GET', '/jobs?limit=1')).status).toBe(200);
+    next.child.kill('SIGTERM');
+    expect((await next.exited).code).toBe(0);
+  }, 90_000);
+
+  it('refuses to start on a data folder a running jobclock uses, saying what to do', async () => {
+    const owner = await start();
+    await waitReady(owner);
+    const intruder = await start();
+    const exit = await intruder.exited;
+    expect(exit.code).toBe(1);
+    expect(intruder.output()).toMatch(/in use by another running jobclock.*JOBCLOCK_DATA_DIR/s);
+    owner.child.kill('SIGTERM');
+    expect((await owner.exited).code).toBe(0);
+  }, 90_000);
+
+  it('stops at start-up with a message naming a bad variable', async () => {
+    const bad = await start({ PORT: 'eighty' });
+    const exit = await bad.exited;
+    expect(exit.code).toBe(2);
+    expect(bad.output()).toMatch(/PORT: expected a whole number/);
+  }, 30_000);
+});
