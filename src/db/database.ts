@@ -42,9 +42,12 @@ export function createDb(options: DbOptions): Db {
   });
   // An idle client whose server went away must not crash the process: the next query
   // reconnects, and requests meanwhile answer 503.
-  pool.on('error', (err) => options.logger?.warn({ err }, 'database connection lost; will reconnect'));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   let destroyed = false;
+  pool.on('error', (err: Error & { code?: string }) => {
+    if (destroyed) return; // the server going away during our own shutdown is expected
+    options.logger?.warn({ err: { message: err.message, code: err.code } }, 'database connection lost; will reconnect');
+  });
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,
     pool,
