@@ -50,6 +50,28 @@ describe('health', () => {
     }
   });
 
+  it('answers API requests with a 503 problem while the database is unreachable, and keeps running', async () => {
+    const down = createDb({ url: 'postgres://nobody:x@127.0.0.1:1/none' });
+    const other = await createTestApp({ db: down });
+    try {
+      for (const [method, url, body] of [
+        ['get', '/jobs', undefined],
+        ['post', '/jobs', { type: 'x' }],
+        ['post', '/jobs/next', { worker: 'w' }],
+        ['get', '/periodic-tasks', undefined],
+      ] as const) {
+        const r = request(other.server)[method](url);
+        const res = await (body ? r.send(body) : r);
+        expect(res.status, `${method} ${url}`).toBe(503);
+        expect(res.body).toMatchObject({ status: 503, type: 'urn:jobclock:problem:database-unavailable' });
+      }
+      expect((await request(other.server).get('/healthz')).status).toBe(200);
+    } finally {
+      await other.close();
+      await down.destroy();
+    }
+  });
+
   it('is not ready while the schema lacks a migration', async () => {
     const empty = await createTestDatabase();
     await empty.db.pool.query("delete from kysely_migration");

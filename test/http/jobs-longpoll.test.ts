@@ -170,8 +170,12 @@ describe('long-poll', () => {
   });
 
   it('hands a burst of jobs to every waiting worker, oldest waiter first', async () => {
-    const polls = Array.from({ length: 10 }, (_, i) => a.post('/jobs/next', { worker: `w${i}`, wait: '10s' }));
-    await waiting(a, 10);
+    // one at a time, so that the order in which they wait is known
+    const polls: ReturnType<JobsApi['post']>[] = [];
+    for (let i = 0; i < 10; i++) {
+      polls.push(a.post('/jobs/next', { worker: `w${i}`, wait: '10s' }));
+      await waiting(a, i + 1);
+    }
     const [, ms] = await timed(
       (async () => {
         await b.post('/jobs/batch', { jobs: Array.from({ length: 10 }, (_, i) => ({ type: 'burst', args: { i } })) });
