@@ -80,11 +80,10 @@ describe('interval schedules', () => {
     expect(intervalAt(parseSchedule('every 6m offset 1m'), created)).toBe(360_000);
   });
 
-  it('computes a thousand occurrences quickly', () => {
+  // How fast this is, bench/ measures (row i).
+  it('computes a thousand occurrences', () => {
     const s = parseSchedule('every 1s');
-    const t0 = performance.now();
     const list = occurrences(s, { after: created, count: 1000, anchor: created });
-    expect(performance.now() - t0).toBeLessThan(50);
     expect(list).toHaveLength(1000);
     expect(list[999]?.toISOString()).toBe('2026-01-01T00:16:40.000Z');
   });
