@@ -144,6 +144,43 @@ export function jobFromRow(r: JobRow): Job {
   };
 }
 
+/**
+ * jobFromRow plus the lease's token, the task's state and the slot, built as one object literal (no
+ * spread: a lease answers up to 1000 jobs, and copying each job's 25 fields showed in profiles).
+ */
+function leasedFromRow(r: JobRow, taskState: unknown, slot: number): LeasedInSlot {
+  return {
+    id: String(r.id),
+    type: r.type,
+    group: r.group_,
+    args: r.args ?? null,
+    subject: r.subject,
+    submitter: r.submitter,
+    priority: r.priority,
+    state: r.state,
+    runAt: r.run_at,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    uniqueKey: r.unique_key,
+    periodicTaskId: r.periodic_task_id,
+    scheduledAt: r.scheduled_at,
+    timebox: r.timebox === null ? null : Number(r.timebox),
+    worker: r.worker,
+    startedAt: r.started_at,
+    leaseExpiresAt: r.lease_expires_at,
+    deadline: r.deadline,
+    finishedAt: r.finished_at,
+    progress: r.progress ?? null,
+    result: r.result ?? null,
+    error: r.error ?? null,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    leaseToken: r.lease_token!,
+    taskState,
+    slot,
+  };
+}
+
 /** Job ids are bigint identities; anything else names no job. */
 const ID_PATTERN = /^[1-9][0-9]{0,17}$/;
 export const isJobId = (id: string): boolean => ID_PATTERN.test(id);
@@ -495,7 +532,7 @@ export async function jobLease(db: Queryable, p: LeaseParams): Promise<LeaseResu
   const dropped: DroppedJob[] = [];
   for (const r of rows) {
     if (r.dropped) dropped.push({ id: String(r.id), taskId: r.periodic_task_id, error: r.error });
-    else leased.push({ ...jobFromRow(r), leaseToken: r.lease_token!, taskState: r.task_state ?? null, slot: Number(r.slot) - 1 });
+    else leased.push(leasedFromRow(r, r.task_state ?? null, Number(r.slot) - 1));
   }
   leased.sort((a, b) => a.slot - b.slot);
   return { leased, dropped };
@@ -588,8 +625,11 @@ export type ReportStatus = 200 | 404 | 409;
 export interface ReportResult {
   id: string;
   status: ReportStatus;
-  /** The job after the report (200 only). */
+  /** The job after the report (200 only, and only when asked for: jobReport's `jobs` option). */
   job: Job | null;
+  /** The job's periodic task and attempts (whenever the job exists). */
+  taskId: string | null;
+  attempts: number | null;
   /** For 409: the job's state now, and whether the token was the job's latest one. */
   currentState: JobState | null;
   tokenMatches: boolean;
@@ -604,9 +644,16 @@ export interface ReportResult {
  * - on a job cancelled while it ran (its token kept): accepted, the job stays cancelled.
  * `state`, when given, is saved on the periodic task. The lease token is kept on the row, so a
  * repeated report with the same token is recognised and answered 200 with the job as it is.
- * Returns one result per input, in input order: 200, 404 (no such job) or 409 (lease lost).
+ * Returns one result per input, in input order: 200, 404 (no such job) or 409 (lease lost); with
+ * `jobs: false` the results carry no job (cheaper: no full rows are returned).
  */
-export async function jobReport(db: Queryable, reports: readonly ReportInput[], now: Date): Promise<ReportResult[]> {
+export async function jobReport(
+  db: Queryable,
+  reports: readonly ReportInput[],
+  now: Date,
+  opts: { jobs?: boolean } = {},
+): Promise<ReportResult[]> {
+  const withJobs = opts.jobs ?? true;
   if (reports.length === 0) return [];
   const input: Record<string, unknown>[] = [];
   reports.forEach((r, ord) => {
@@ -630,14 +677,21 @@ export async function jobReport(db: Queryable, reports: readonly ReportInput[], 
     job: null,
     currentState: null,
     tokenMatches: false,
+    taskId: null,
+    attempts: null,
   }));
   if (input.length === 0) return results;
 
   const n = sql`${now}::timestamptz`;
   const requeue = sql`(j.state = 'running' AND i.outcome = 'failed' AND j.attempts < j.max_attempts)`;
-  const pick = sql.join(
-    JOB_COLUMNS.map((c) => sql`CASE WHEN u.id IS NOT NULL THEN ${sql.ref(`u.${c}`)} ELSE ${sql.ref(`j.${c}`)} END AS ${sql.ref(c)}`),
-  );
+  // Without jobs in the answer, only what the statuses, the logs and the side effects need comes
+  // back: no 29-column rows to send, parse and turn into jobs (most of a batch report's cost).
+  const pick = withJobs
+    ? sql.join(
+        JOB_COLUMNS.map((c) => sql`CASE WHEN u.id IS NOT NULL THEN ${sql.ref(`u.${c}`)} ELSE ${sql.ref(`j.${c}`)} END AS ${sql.ref(c)}`),
+      )
+    : sql`coalesce(u.periodic_task_id, j.periodic_task_id) AS periodic_task_id, coalesce(u.attempts, j.attempts) AS attempts`;
+  const returning = withJobs ? jobCols('j') : sql`j.id, j.state, j.periodic_task_id, j.attempts, j.run_at`;
   const accepted = (a: string) =>
     sql`(${sql.ref(`${a}.state`)} = 'cancelled' OR (i.outcome = 'finished' AND ${sql.ref(`${a}.state`)} = 'finished')
          OR (i.outcome = 'failed' AND ${sql.ref(`${a}.state`)} IN ('queued', 'failed')))`;
@@ -664,7 +718,7 @@ export async function jobReport(db: Queryable, reports: readonly ReportInput[], 
         updated_at = ${n}
       FROM input i
       WHERE j.id = i.id AND j.lease_token = i.token AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', now)}
-      RETURNING ${jobCols('j')}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord
+      RETURNING ${returning}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord
     ),
     saved AS (
       UPDATE periodic_task t SET state = s.task_state
@@ -700,7 +754,9 @@ export async function jobReport(db: Queryable, reports: readonly ReportInput[], 
     res.status = r.status;
     res.currentState = r.cur_state;
     res.tokenMatches = r.token_matches === true;
-    res.job = r.status === 200 ? jobFromRow(r) : null;
+    res.taskId = r.periodic_task_id ?? null;
+    res.attempts = r.attempts ?? null;
+    res.job = withJobs && r.status === 200 ? jobFromRow(r) : null;
   }
   return results;
 }

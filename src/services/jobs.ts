@@ -129,7 +129,8 @@ export class JobService {
   private stopped = false;
 
   constructor(readonly ctx: ServiceContext) {
-    this.leaser = new LeaseCombiner((filter, slots) => this.claim(filter, slots), { maxSlots: 500, maxInFlight: 2, maxRounds: 20 });
+    // Asks of 100 jobs or more are claimed on their own (see CombinerOptions.soloLimit).
+    this.leaser = new LeaseCombiner((filter, slots) => this.claim(filter, slots), { maxSlots: 500, maxInFlight: 2, maxRounds: 20, soloLimit: 100 });
     this.waiters = new JobWaiters({
       clock: ctx.clock,
       logger: ctx.logger,
@@ -350,8 +351,8 @@ export class JobService {
     };
   }
 
-  private async writeReports(inputs: ReportInput[]): Promise<ReportResult[]> {
-    const results = await jobReport(this.db, inputs, this.ctx.clock.now());
+  private async writeReports(inputs: ReportInput[], withJobs = true): Promise<ReportResult[]> {
+    const results = await jobReport(this.db, inputs, this.ctx.clock.now(), { jobs: withJobs });
     this.logReports(inputs, results);
     return results;
   }
@@ -360,14 +361,14 @@ export class JobService {
     const log = this.ctx.logger;
     const debug = log.isLevelEnabled('debug');
     results.forEach((res, i) => {
-      const job = res.job;
-      if (res.status !== 200 || !job) {
-        log.info({ jobId: res.id, outcome: inputs[i]!.outcome, status: res.status, state: res.currentState }, 'report refused');
-      } else if (job.state === 'failed') {
-        log.info({ jobId: job.id, taskId: job.periodicTaskId ?? undefined, attempts: job.attempts }, 'job failed');
+      const state = res.currentState;
+      if (res.status !== 200) {
+        log.info({ jobId: res.id, outcome: inputs[i]!.outcome, status: res.status, state }, 'report refused');
+      } else if (state === 'failed') {
+        log.info({ jobId: res.id, taskId: res.taskId ?? undefined, attempts: res.attempts ?? undefined }, 'job failed');
       } else if (debug) {
-        const msg = job.state === 'queued' ? 'job failed; queued again' : `job reported ${inputs[i]!.outcome}`;
-        log.debug({ jobId: job.id, taskId: job.periodicTaskId ?? undefined, state: job.state, runAt: job.runAt }, msg);
+        const msg = state === 'queued' ? 'job failed; queued again' : `job reported ${inputs[i]!.outcome}`;
+        log.debug({ jobId: res.id, taskId: res.taskId ?? undefined, state, runAt: res.job?.runAt }, msg);
       }
     });
   }
@@ -380,12 +381,17 @@ export class JobService {
     return res.job!;
   }
 
-  /** Many reports in one request: one statement; each answered as its single report would be. */
-  async reportMany(reqs: readonly ReportRequest[]): Promise<ReportAnswer[]> {
+  /**
+   * Many reports in one request: one statement; each answered as its single report would be, with
+   * the job after the report only when `withJobs` (fetching and sending 100 full jobs costs more
+   * than applying the reports).
+   */
+  async reportMany(reqs: readonly ReportRequest[], opts: { withJobs?: boolean } = {}): Promise<ReportAnswer[]> {
+    const withJobs = opts.withJobs ?? false;
     const inputs = reqs.map((r) => this.toInput(r));
-    const results = await this.writeReports(inputs);
+    const results = await this.writeReports(inputs, withJobs);
     return results.map((res, i) => {
-      if (res.status === 200) return { id: res.id, status: 200, job: res.job! };
+      if (res.status === 200) return res.job ? { id: res.id, status: 200, job: res.job } : { id: res.id, status: 200 };
       const detail =
         res.status === 404 ? `There is no job ${res.id}.` : leaseLostDetail(res.id, reqs[i]!.outcome, res.currentState, res.tokenMatches);
       return { id: res.id, status: res.status, detail };

@@ -314,6 +314,7 @@ describe('POST /jobs/reports', () => {
         { id: 'not-an-id', leaseToken: a!.leaseToken, outcome: 'failed' },
         { id: c!.id, leaseToken: c!.leaseToken, outcome: 'failed', error: 'contradicts' },
       ],
+      returnJobs: true,
     });
     expect(res.status).toBe(200);
     const results = res.body.results;
@@ -332,6 +333,29 @@ describe('POST /jobs/reports', () => {
     expect(results[3]).not.toHaveProperty('job');
     expect(results[3].detail).toMatch(/lease was lost/);
     expect((await api.get(`/jobs/${d!.id}`)).body.state).toBe('running');
+  });
+
+  it('answers id and status only unless returnJobs is true', async () => {
+    await api.post('/jobs/batch', { jobs: Array.from({ length: 3 }, () => ({ type: 't', maxAttempts: 1 })) });
+    const [a, b, c] = await api.lease({ worker: 'w1', limit: 3 });
+    const res = await api.post('/jobs/reports', {
+      reports: [
+        { id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished', result: { ok: 1 } },
+        { id: b!.id, leaseToken: b!.leaseToken, outcome: 'failed', error: 'last try' },
+        { id: c!.id, leaseToken: WRONG_TOKEN, outcome: 'finished' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.results[0]).toEqual({ id: a!.id, status: 200 });
+    expect(res.body.results[1]).toEqual({ id: b!.id, status: 200 });
+    expect(res.body.results[2]).toMatchObject({ id: c!.id, status: 409, detail: expect.stringMatching(/lease was lost/) });
+    expect(res.body.results[2]).not.toHaveProperty('job');
+    expect((await api.get(`/jobs/${a!.id}`)).body).toMatchObject({ state: 'finished', result: { ok: 1 } });
+    expect((await api.get(`/jobs/${b!.id}`)).body).toMatchObject({ state: 'failed', error: 'last try' });
+    // repeating a report with the same token is still recognised
+    const again = await api.post('/jobs/reports', { reports: [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished' }], returnJobs: false });
+    expect(again.body.results).toEqual([{ id: a!.id, status: 200 }]);
+    expect((await api.post('/jobs/reports', { reports: [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished' }], returnJobs: 1 })).status).toBe(400);
   });
 
   it('refuses a bad report, naming its index', async () => {

@@ -247,7 +247,9 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         schema: {
           tags: ['workers'],
           summary: 'Report many jobs finished or failed in one request',
-          description: 'Each result carries the status its single report would have had (200, 404 or 409).',
+          description:
+            'Each result carries the status its single report would have had (200, 404 or 409). ' +
+            'A 200 result carries the job after the report only when the request asks for it with `returnJobs: true`.',
           body: ReportsBody,
           response: { 200: ReportsResponse, ...standardErrors },
         },
@@ -263,6 +265,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
             retryInMs: r.retryIn,
             state: r.state,
           })),
+          { withJobs: request.body.returnJobs === true },
         );
         return { results: answers.map((a) => (a.job ? { ...a, job: jobDto(a.job) } : { id: a.id, status: a.status, detail: a.detail })) };
       },
