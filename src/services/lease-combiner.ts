@@ -65,6 +65,13 @@ export class LeaseCombiner {
     public options: CombinerOptions,
   ) {}
 
+  /** Lease requests waiting for a claim (not yet in a statement). */
+  get pending(): number {
+    let n = 0;
+    for (const lane of this.lanes.values()) n += lane.queue.length;
+    return n;
+  }
+
   lease(filter: LeaseFilter, ask: LeaseAsk): Promise<LeasedJob[]> {
     if (this.options.soloLimit !== undefined && ask.limit >= this.options.soloLimit) {
       return new Promise<LeasedJob[]>((resolve, reject) => {

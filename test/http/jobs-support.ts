@@ -80,3 +80,29 @@ export async function taskRow(db: Db, id: string): Promise<{ last_run: Date | nu
 
 export const iso = (d: Date) => d.toISOString();
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Runs `whileLocked` while another connection holds an EXCLUSIVE lock on the job table: the
+ * statements that requests send meanwhile block, so whatever arrives after them has to queue up.
+ * Makes tests of group commit independent of how fast requests happen to arrive.
+ */
+export async function holdingJobTable(db: Db, whileLocked: () => Promise<void>): Promise<void> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('LOCK TABLE job IN EXCLUSIVE MODE');
+    await whileLocked();
+  } finally {
+    await client.query('COMMIT');
+    client.release();
+  }
+}
+
+/** Waits until `condition` holds (checked every 5 ms, at most 5 s). */
+export async function until(condition: () => boolean, what = 'condition'): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if (condition()) return;
+    await sleep(5);
+  }
+  throw new Error(`${what} did not hold within 5 s`);
+}
