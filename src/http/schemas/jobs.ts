@@ -4,6 +4,7 @@
  * saying so.
  */
 import { z } from 'zod';
+import { Timestamp } from './common.js';
 import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
 import { DomainError } from '../../domain/errors.js';
 import {
@@ -53,11 +54,6 @@ export function durationString(opts: { minMs: number; maxMs: number; description
     .meta({ description: `${opts.description} A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.`, example: opts.example });
 }
 
-/** An ISO 8601 timestamp with Z or an offset, read into a Date. */
-export const Timestamp = z.iso
-  .datetime({ offset: true, error: 'expected an ISO 8601 timestamp with Z or an offset, like 2026-11-20T09:00:00.000Z' })
-  .transform((s) => new Date(s))
-  .meta({ example: '2026-11-20T09:00:00.000Z' });
 
 const Priority = z
   .number()
