@@ -28,7 +28,7 @@ export interface TickSummary {
   now: Date;
   /** Marks of dead instances cleared. */
   clearedMarks: number;
-  /** Transactions of up to `batchSize` tasks. */
+  /** Transactions that took tasks (up to `batchSize` each); 1 when nothing was due. */
   batches: number;
   /** Due tasks this instance marked (and advanced). */
   taken: number;
@@ -49,6 +49,11 @@ export interface PeriodicSchedulerOptions {
   batchSize?: number;
   /** Longest sleep between looks at the table. Default 30 s. */
   maxSleepMs?: number;
+  /**
+   * Batches in flight at once within a tick, each a transaction on its own pooled connection.
+   * Default 2: one lane's statement runs in PostgreSQL while the other works in JS or commits.
+   */
+  concurrency?: number;
 }
 
 /** Wait before looking again when due tasks exist but another instance holds them right now. */
@@ -79,8 +84,9 @@ const emptySummary = (now: Date): TickSummary => ({
 
 /**
  * Submits each due run of every periodic task exactly once, however many instances run (after
- * docspell's PeriodicScheduler). A tick clears stale marks, then works batch by batch, each batch
- * one transaction of two statements:
+ * docspell's PeriodicScheduler). A tick clears stale marks, then works batch by batch (two batches
+ * in flight at once by default, on two connections; see runTick), each batch one transaction of
+ * two statements:
  *  1. take the earliest enabled due tasks that carry no live mark: SELECT … FOR UPDATE SKIP LOCKED
  *     (taskTakeDue). The row lock is the batch's mark: no other instance takes or waits for these
  *     tasks, and if this instance dies the lock goes with its connection — nothing to clean up;
@@ -96,6 +102,7 @@ export class PeriodicScheduler {
   private readonly schedules = new ScheduleCache();
   private readonly batchSize: number;
   private readonly maxSleepMs: number;
+  private readonly concurrency: number;
   private running = false;
   private stopping = false;
   private loop: Promise<void> | null = null;
@@ -110,6 +117,7 @@ export class PeriodicScheduler {
   ) {
     this.batchSize = options.batchSize ?? 1000;
     this.maxSleepMs = Math.min(options.maxSleepMs ?? 30_000, MAX_TIMER_MS);
+    this.concurrency = Math.max(1, Math.floor(options.concurrency ?? 2));
   }
 
   start(): void {
@@ -227,25 +235,47 @@ export class PeriodicScheduler {
     const db = this.ctx.db.kysely;
     summary.clearedMarks = await taskClearStaleMarks(db, staleBefore);
     if (summary.clearedMarks > 0) this.ctx.logger.info({ cleared: summary.clearedMarks }, 'cleared stale marks of periodic tasks');
-    for (;;) {
-      let batch: BatchResult;
-      try {
-        batch = await db.transaction().execute((trx) => this.runBatch(trx, now, staleBefore, false));
-      } catch (err) {
-        if (!isSlotConflict(err)) throw err;
-        // A slot of this batch already has a job: redo the batch, passing over such slots.
-        batch = await db.transaction().execute((trx) => this.runBatch(trx, now, staleBefore, true));
+    // Batches run in `concurrency` lanes, each its own transaction on its own connection. SKIP
+    // LOCKED keeps their tasks disjoint (exactly as between instances), and while one lane's
+    // statement executes in PostgreSQL, another computes its next times in JS, waits for its
+    // commit's WAL flush, or runs its own statement on the other core. A lane stops when a take
+    // finds fewer than batchSize tasks (nothing more is due and unheld right now); the first
+    // failure stops the others and fails the tick.
+    let failed = false;
+    const lane = async (): Promise<void> => {
+      while (!failed && !this.stopping) {
+        let batch: BatchResult;
+        try {
+          batch = await db.transaction().execute((trx) => this.runBatch(trx, now, staleBefore, false));
+        } catch (err) {
+          if (!isSlotConflict(err)) throw err;
+          // A slot of this batch already has a job: redo the batch, passing over such slots.
+          batch = await db.transaction().execute((trx) => this.runBatch(trx, now, staleBefore, true));
+        }
+        if (batch.taken > 0) summary.batches++;
+        summary.taken += batch.taken;
+        summary.submitted += batch.inserted.length;
+        summary.skipped += batch.skipped.length;
+        summary.cancelled += batch.cancelled.length;
+        summary.duplicates += batch.duplicates.length;
+        summary.coalesced += batch.coalesced;
+        this.logBatch(batch);
+        if (batch.taken < this.batchSize) break;
       }
-      summary.batches++;
-      summary.taken += batch.taken;
-      summary.submitted += batch.inserted.length;
-      summary.skipped += batch.skipped.length;
-      summary.cancelled += batch.cancelled.length;
-      summary.duplicates += batch.duplicates.length;
-      summary.coalesced += batch.coalesced;
-      this.logBatch(batch);
-      if (batch.taken < this.batchSize || this.stopping) break;
+    };
+    const lanes: Promise<void>[] = [];
+    for (let i = 0; i < this.concurrency; i++) {
+      lanes.push(
+        lane().catch((err: unknown) => {
+          failed = true;
+          throw err;
+        }),
+      );
     }
+    const settled = await Promise.allSettled(lanes);
+    const rejected = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (rejected) throw rejected.reason;
+    if (summary.batches === 0) summary.batches = 1; // the look that found nothing
     if (summary.taken > 0) {
       this.ctx.logger.debug({ ...summary, now: now.toISOString() }, 'periodic scheduler tick');
     }
