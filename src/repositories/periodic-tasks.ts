@@ -43,23 +43,24 @@ export function taskFromRow(r: TaskRow): PeriodicTask {
 }
 
 /** The writable columns of a task, as stored. */
-export interface TaskValues {
-  task: string;
-  group: string;
-  args: unknown;
-  subject: string | null;
-  submitter: string | null;
-  priority: number;
-  owner: string | null;
-  enabled: boolean;
-  schedule: string;
-  timezone: string;
-  firstRunAt: Date | null;
-  tolerance: number | null;
-  timebox: number | null;
-  concurrencyPolicy: ConcurrencyPolicy;
-  nextRun: Date | null;
-}
+export type TaskValues = Pick<
+  PeriodicTask,
+  | 'task'
+  | 'group'
+  | 'args'
+  | 'subject'
+  | 'submitter'
+  | 'priority'
+  | 'owner'
+  | 'enabled'
+  | 'schedule'
+  | 'timezone'
+  | 'firstRunAt'
+  | 'tolerance'
+  | 'timebox'
+  | 'concurrencyPolicy'
+  | 'nextRun'
+>;
 
 function columns(v: Partial<TaskValues>) {
   const c: Record<string, unknown> = {};
