@@ -145,40 +145,15 @@ export function jobFromRow(r: JobRow): Job {
 }
 
 /**
- * jobFromRow plus the lease's token, the task's state and the slot, built as one object literal (no
- * spread: a lease answers up to 1000 jobs, and copying each job's 25 fields showed in profiles).
+ * jobFromRow plus the lease's token, the task's state and the slot. The fields are added to the
+ * object jobFromRow made rather than spread into a copy: a lease answers up to 1000 jobs.
  */
 function leasedFromRow(r: JobRow, taskState: unknown, slot: number): LeasedInSlot {
-  return {
-    id: String(r.id),
-    type: r.type,
-    group: r.group_,
-    args: r.args ?? null,
-    subject: r.subject,
-    submitter: r.submitter,
-    priority: r.priority,
-    state: r.state,
-    runAt: r.run_at,
-    attempts: r.attempts,
-    maxAttempts: r.max_attempts,
-    uniqueKey: r.unique_key,
-    periodicTaskId: r.periodic_task_id,
-    scheduledAt: r.scheduled_at,
-    timebox: r.timebox === null ? null : Number(r.timebox),
-    worker: r.worker,
-    startedAt: r.started_at,
-    leaseExpiresAt: r.lease_expires_at,
-    deadline: r.deadline,
-    finishedAt: r.finished_at,
-    progress: r.progress ?? null,
-    result: r.result ?? null,
-    error: r.error ?? null,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    leaseToken: r.lease_token!,
-    taskState,
-    slot,
-  };
+  const job = jobFromRow(r) as LeasedInSlot;
+  job.leaseToken = r.lease_token!;
+  job.taskState = taskState;
+  job.slot = slot;
+  return job;
 }
 
 /** Job ids are bigint identities; anything else names no job. */
