@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import { createDb, type Db, redactUrl } from './db/database.js';
+import { createDb, type Db, ensureDatabase, redactUrl } from './db/database.js';
 import { type EmbeddedServer, startEmbedded } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
 
@@ -13,21 +13,6 @@ export interface Runtime {
 
 const EMBEDDED_DATABASE = 'jobclock';
 
-async function ensureDatabase(adminUrl: string, name: string, logger: Logger): Promise<string> {
-  const admin = createDb({ url: adminUrl, poolSize: 1, logger });
-  try {
-    const { rows } = await admin.pool.query('select 1 from pg_database where datname = $1', [name]);
-    if (rows.length === 0) {
-      await admin.pool.query(`create database "${name}"`);
-      logger.info({ database: name }, 'created database');
-    }
-  } finally {
-    await admin.destroy();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 export async function openRuntime(config: Config, logger: Logger): Promise<Runtime> {
   let embedded: EmbeddedServer | null = null;
@@ -36,7 +21,7 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
     const started = Date.now();
     embedded = await startEmbedded({ dataDir: config.dataDir, port: config.embeddedPort, logger });
     logger.info({ dataDir: embedded.dataDir, port: embedded.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
-    url = await ensureDatabase(embedded.url, EMBEDDED_DATABASE, logger);
+    url = await ensureDatabase(embedded.url, EMBEDDED_DATABASE, { logger });
   }
   const db = createDb({ url, poolSize: config.poolSize, logger });
   logger.info({ database: redactUrl(url) }, 'using database');

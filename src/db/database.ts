@@ -74,3 +74,38 @@ export function redactUrl(url: string): string {
 export function pgTypes() {
   return types;
 }
+
+/** The URL of database `name` on the same server as `url`. */
+export function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/**
+ * Creates database `name` on the server of `adminUrl` unless it exists, as a copy of `template`
+ * when given; returns its URL.
+ */
+export async function ensureDatabase(
+  adminUrl: string,
+  name: string,
+  options: { template?: string; logger?: Logger } = {},
+): Promise<string> {
+  const admin = createDb({ url: adminUrl, poolSize: 1, ...(options.logger ? { logger: options.logger } : {}) });
+  try {
+    const { rows } = await admin.pool.query('select 1 from pg_database where datname = $1', [name]);
+    if (rows.length === 0) {
+      const template = options.template ? ` template "${options.template}"` : '';
+      await admin.pool.query(`create database "${name}"${template}`);
+      options.logger?.info({ database: name }, 'created database');
+    }
+  } finally {
+    await admin.destroy();
+  }
+  return withDatabase(adminUrl, name);
+}
+
+/** One round trip that proves the database answers. */
+export async function pingDatabase(db: Db): Promise<void> {
+  await db.pool.query('select 1');
+}

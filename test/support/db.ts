@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import { createDb, type Db } from '../../src/db/database.js';
+import { createDb, type Db, ensureDatabase } from '../../src/db/database.js';
 
 export interface TestDatabase {
   url: string;
@@ -16,15 +16,7 @@ export async function createTestDatabase(poolSize = 10): Promise<TestDatabase> {
   const adminUrl = inject('adminUrl');
   const template = inject('templateDatabase');
   const name = `jt_${randomBytes(6).toString('hex')}`;
-  const admin = createDb({ url: adminUrl, poolSize: 1 });
-  try {
-    await admin.pool.query(`create database "${name}" template "${template}"`);
-  } finally {
-    await admin.destroy();
-  }
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  const url = u.toString();
+  const url = await ensureDatabase(adminUrl, name, { template });
   const pools: Db[] = [];
   const connect = (size = poolSize) => {
     const d = createDb({ url, poolSize: size });

@@ -2,7 +2,7 @@ import { mkdtemp, chmod, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { createDb } from '../../src/db/database.js';
+import { createDb, ensureDatabase } from '../../src/db/database.js';
 import { startEmbedded, type EmbeddedServer } from '../../src/db/embedded.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 
@@ -33,12 +33,7 @@ export default async function setup(project: TestProject) {
     adminUrl = embedded.url;
   }
   const templateDatabase = `jobclock_template_${process.pid}_${Date.now().toString(36)}`;
-  const admin = createDb({ url: adminUrl, poolSize: 1 });
-  await admin.pool.query(`create database "${templateDatabase}"`);
-  await admin.destroy();
-  const templateUrl = new URL(adminUrl);
-  templateUrl.pathname = `/${templateDatabase}`;
-  const template = createDb({ url: templateUrl.toString(), poolSize: 1 });
+  const template = createDb({ url: await ensureDatabase(adminUrl, templateDatabase), poolSize: 1 });
   await migrateToLatest(template.kysely);
   await template.destroy();
 

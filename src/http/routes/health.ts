@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { pingDatabase } from '../../db/database.js';
 import { isSchemaCurrent } from '../../db/migrate.js';
 import type { AppDeps } from '../../app.js';
 import { PROBLEM_CONTENT_TYPE, problem } from '../problem.js';
@@ -38,7 +38,7 @@ export function healthRoutes(deps: AppDeps): FastifyPluginAsyncZod {
       },
       async (request, reply) => {
         try {
-          await withTimeout(sql`select 1`.execute(deps.db.kysely), READY_TIMEOUT_MS);
+          await withTimeout(pingDatabase(deps.db), READY_TIMEOUT_MS);
           if (!schemaCurrent) schemaCurrent = await withTimeout(isSchemaCurrent(deps.db.kysely, deps.migrations), READY_TIMEOUT_MS);
           if (!schemaCurrent) {
             return reply
