@@ -1,10 +1,12 @@
 /** The LeaseReaper: expired leases, deadlines past their grace, retention — driven by tick(now). */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { createDb } from '../../src/db/database.js';
 import { jobFindOverdue, jobReap } from '../../src/repositories/jobs.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { type JobsApi, jobsApi, sleep } from '../http/jobs-support.js';
+import { type JobsApi, jobsApi, sleep, until } from '../http/jobs-support.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms);
@@ -174,15 +176,32 @@ describe('the loop', () => {
     }
   });
 
-  it('stops between ticks and survives ticks that fail', async () => {
-    const down = new LeaseReaper({ ...api.stack.ctx, db: tdb.connect() }, { intervalMs: 20 });
-    await down.ctx.db.destroy(); // every tick fails: the database is gone
+  it('keeps ticking after a tick fails, logging it, and stops between ticks', async () => {
+    const logger = pino({ level: 'silent' });
+    const warn = vi.spyOn(logger, 'warn');
+    const unreachable = createDb({ url: 'postgres://nobody:x@127.0.0.1:1/none' }); // every tick fails
+    const down = new LeaseReaper({ ...api.stack.ctx, logger, db: unreachable }, { intervalMs: 20 });
     down.start();
-    await sleep(100);
-    await down.stop(); // the failures were logged, not thrown
+    await until(() => warn.mock.calls.length >= 3, 'three failed ticks logged');
+    expect(String(warn.mock.calls[0]![1])).toMatch(/lease reaper tick failed/);
+    await down.stop();
+    await unreachable.destroy();
+    const after = warn.mock.calls.length;
+    await sleep(100); // several intervals: a stopped loop ticks no more
+    expect(warn.mock.calls.length).toBe(after);
+  });
+
+  it('requeues an expired lease from its loop, without a tick being called', async () => {
+    const job = await api.create({ type: 'looped' });
+    await api.lease({ worker: 'w', lease: '1s' });
+    clock.advance(2_000);
     const ok = new LeaseReaper(api.stack.ctx, { intervalMs: 20 });
     ok.start();
-    await sleep(60);
-    await ok.stop();
+    try {
+      for (let i = 0; i < 200 && (await jobOf(job.id)).state !== 'queued'; i++) await sleep(10);
+      expect((await jobOf(job.id)).state).toBe('queued');
+    } finally {
+      await ok.stop();
+    }
   });
 });
