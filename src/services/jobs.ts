@@ -23,6 +23,7 @@ import {
   jobInsert,
   jobInsertMany,
   jobLease,
+  jobReleaseLeases,
   type LeaseResult,
   type LeaseSlot,
   jobPatch,
@@ -286,9 +287,17 @@ export class JobService {
     const ask = { worker: req.worker, limit: req.limit ?? 1, leaseMs: req.leaseMs ?? DEFAULT_LEASE_MS };
     const attempt = () => (this.stopped ? Promise.resolve([]) : this.leaser.lease(filter, ask));
     const seen = this.waiters.sequence();
-    const jobs = await attempt();
-    if (jobs.length > 0 || !req.waitMs || this.stopped) return jobs;
-    return this.waiters.wait({ key: filterKey(filter), limit: ask.limit, waitMs: req.waitMs, attempt, seenSequence: seen, signal });
+    let jobs = await attempt();
+    if (jobs.length === 0 && req.waitMs && !this.stopped) {
+      jobs = await this.waiters.wait({ key: filterKey(filter), limit: ask.limit, waitMs: req.waitMs, attempt, seenSequence: seen, signal });
+    }
+    if (signal?.aborted && jobs.length > 0) {
+      // the worker went away while its claim was running: nobody will work on these
+      const released = await jobReleaseLeases(this.db, jobs, this.ctx.clock.now());
+      this.ctx.logger.info({ jobIds: jobs.map((j) => j.id), released, worker: req.worker }, 'gave back jobs leased for a worker that disconnected');
+      return [];
+    }
+    return jobs;
   }
 
   /** One claim statement (for the LeaseCombiner), retried on a deadlock, logged. */

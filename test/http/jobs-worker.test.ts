@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { holdingJobTable, type JobsApi, jobsApi, until } from './jobs-support.js';
+import { holdingJobTable, insertTask, insertTaskJob, type JobsApi, jobsApi, until } from './jobs-support.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
@@ -425,5 +425,26 @@ describe('many workers at once', () => {
     got.forEach((j) => expect(answers.findIndex((a) => a.includes(j))).toBe(Number(j.worker.slice(1))));
     expect(leaser.stats.requests - before.requests).toBe(30);
     expect(leaser.stats.statements - before.statements).toBeLessThanOrEqual(leaser.options.maxInFlight + 1);
+  });
+});
+
+describe('a worker that goes away while its claim runs', () => {
+  it('gets nothing, and the jobs claimed for it are queued again with the attempt not counted', async () => {
+    const job = await api.create({ type: 'gone' });
+    const aborted = AbortSignal.abort();
+    expect(await api.stack.services.jobs.next({ worker: 'gone-worker', types: ['gone'] }, aborted)).toEqual([]);
+    const after = (await api.get(`/jobs/${job.id}`)).body;
+    expect(after).toMatchObject({ state: 'queued', attempts: 0, worker: null, startedAt: null, leaseExpiresAt: null });
+    expect(await api.lease({ worker: 'next', types: ['gone'] })).toHaveLength(1);
+  });
+
+  it("clears the lastRun its lease set, so the job is not dropped when it is leased again", async () => {
+    await insertTask(tdb.db, { id: 'gone-task', lastRun: null });
+    const id = await insertTaskJob(tdb.db, { taskId: 'gone-task', runAt: clock.now() });
+    expect(await api.stack.services.jobs.next({ worker: 'w', types: ['task.gone-task'] }, AbortSignal.abort())).toEqual([]);
+    const { rows } = await tdb.db.pool.query('SELECT last_run FROM periodic_task WHERE id = $1', ['gone-task']);
+    expect(rows[0].last_run).toBeNull();
+    const again = await api.lease({ worker: 'w2', types: ['task.gone-task'] });
+    expect(again.map((j) => j.id)).toEqual([id]);
   });
 });
