@@ -109,3 +109,22 @@ export async function ensureDatabase(
 export async function pingDatabase(db: Db): Promise<void> {
   await db.pool.query('select 1');
 }
+
+/**
+ * Runs `work` in one transaction on one connection. The Db handed to it runs its pool queries on
+ * that connection (repository functions that query through `db.pool`, as prepared statements do).
+ */
+export async function withTransaction<T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work({ ...db, pool: client as unknown as pg.Pool });
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -301,8 +301,8 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsertRow[]
 /** The open (queued or running) jobs holding these unique keys, by key. */
 export async function jobFindOpenByUniqueKeys(db: Queryable, keys: readonly string[]): Promise<Map<string, Job>> {
   if (keys.length === 0) return new Map();
-  const { rows } = await sql<JobRow>`
-    SELECT * FROM job WHERE unique_key = ANY(${[...new Set(keys)]}::text[]) AND state IN ${OPEN}`.execute(db.kysely);
+  const rows = await prepared(db, sql<JobRow>`
+    SELECT ${jobCols('job')} FROM job WHERE unique_key = ANY(${[...new Set(keys)]}::text[]) AND state IN ${OPEN}`);
   return new Map(rows.map((r) => [r.unique_key!, jobFromRow(r)]));
 }
 

@@ -1,3 +1,4 @@
+import { type Db, withTransaction } from '../db/database.js';
 import { CHANNELS } from '../db/notifications.js';
 import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
 import {
@@ -197,15 +198,26 @@ export class JobService {
     throw new DomainError('unavailable', 'The uniqueKey changed hands too often to settle; retry the request.');
   }
 
-  /** Creates many jobs in one statement, all or nothing; same order as given. */
+  /**
+   * Creates many jobs, all or nothing, in the order given: one statement, or, when uniqueKeys may
+   * need settling over several statements, one transaction.
+   */
   async createMany(inputs: readonly NewJob[]): Promise<Job[]> {
     const now = this.ctx.clock.now();
     const rows = inputs.map((j) => this.insertRow(j, now));
-    const out: (Job | null)[] = await jobInsertMany(this.db, rows, now);
+    const out = rows.some((r) => r.uniqueKey)
+      ? await withTransaction(this.db, (tx) => this.insertSettlingKeys(tx, rows, now))
+      : await jobInsertMany(this.db, rows, now);
+    this.ctx.logger.debug({ jobs: out.length }, 'job batch created');
+    return out as Job[];
+  }
+
+  private async insertSettlingKeys(db: Db, rows: JobInsertRow[], now: Date): Promise<Job[]> {
+    const out: (Job | null)[] = await jobInsertMany(db, rows, now);
     for (let round = 0; round < UNIQUE_RETRIES; round++) {
       const missing = out.flatMap((j, i) => (j === null ? [i] : []));
       if (missing.length === 0) break;
-      const held = await jobFindOpenByUniqueKeys(this.db, missing.map((i) => rows[i]!.uniqueKey!));
+      const held = await jobFindOpenByUniqueKeys(db, missing.map((i) => rows[i]!.uniqueKey!));
       const still: number[] = [];
       for (const i of missing) {
         const job = held.get(rows[i]!.uniqueKey!);
@@ -213,13 +225,12 @@ export class JobService {
         else still.push(i);
       }
       if (still.length === 0) break;
-      const again = await jobInsertMany(this.db, still.map((i) => rows[i]!), now);
+      const again = await jobInsertMany(db, still.map((i) => rows[i]!), now);
       still.forEach((i, k) => (out[i] = again[k] ?? null));
     }
     if (out.some((j) => j === null)) {
       throw new DomainError('unavailable', 'Some uniqueKeys changed hands too often to settle; retry the request.');
     }
-    this.ctx.logger.debug({ jobs: out.length }, 'job batch created');
     return out as Job[];
   }
 
