@@ -311,7 +311,7 @@ describe('POST /jobs/reports', () => {
         { id: c!.id, leaseToken: c!.leaseToken, outcome: 'finished' },
         { id: d!.id, leaseToken: WRONG_TOKEN, outcome: 'finished' },
         { id: '424242', leaseToken: a!.leaseToken, outcome: 'finished' },
-        { id: 'not-an-id', leaseToken: a!.leaseToken, outcome: 'failed' },
+        { id: 'not-an-id', leaseToken: a!.leaseToken, outcome: 'failed', error: 'x' },
         { id: c!.id, leaseToken: c!.leaseToken, outcome: 'failed', error: 'contradicts' },
       ],
       returnJobs: true,
@@ -369,7 +369,8 @@ describe('POST /jobs/reports', () => {
       ],
     });
     expect(res.status).toBe(400);
-    expect(res.body.errors.map((e: any) => e.path)).toEqual(['/reports/1/error', '/reports/2/outcome', '/reports/3/result']);
+    // a failed report without error is refused, as POST /jobs/{id}/failed refuses it
+    expect(res.body.errors.map((e: any) => e.path)).toEqual(['/reports/1/error', '/reports/2/outcome', '/reports/3/error', '/reports/3/result']);
     expect((await api.post('/jobs/reports', { reports: [] })).status).toBe(400);
   });
 

@@ -483,8 +483,10 @@ const ReportItem = body(
   if (r.outcome === 'finished') {
     if (r.error !== undefined) ctx.addIssue({ code: 'custom', path: ['error'], message: 'error belongs to outcome "failed"' });
     if (r.retryIn !== undefined) ctx.addIssue({ code: 'custom', path: ['retryIn'], message: 'retryIn belongs to outcome "failed"' });
-  } else if (r.result !== undefined) {
-    ctx.addIssue({ code: 'custom', path: ['result'], message: 'result belongs to outcome "finished"' });
+  } else {
+    // as POST /jobs/{id}/failed requires it
+    if (r.error === undefined) ctx.addIssue({ code: 'custom', path: ['error'], message: '"error" is required for outcome "failed"' });
+    if (r.result !== undefined) ctx.addIssue({ code: 'custom', path: ['result'], message: 'result belongs to outcome "finished"' });
   }
 });
 
