@@ -38,6 +38,7 @@ import {
   type ReportResult,
 } from '../repositories/jobs.js';
 import type { ServiceContext } from './context.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
 import { JobWaiters } from './job-waiters.js';
 import { filterKey, LeaseCombiner, type LeaseFilter } from './lease-combiner.js';
 import { BatchCommitter } from './batch-committer.js';
@@ -87,21 +88,6 @@ export interface JobListRequest extends Omit<JobSearchFilter, 'beforeId'> {
 }
 
 const UNIQUE_RETRIES = 5;
-
-function cursorOf(id: string): string {
-  return Buffer.from(`j:${id}`, 'utf8').toString('base64url');
-}
-
-function idOfCursor(cursor: string): string {
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const id = text.startsWith('j:') ? text.slice(2) : '';
-  if (!isJobId(id)) {
-    throw new DomainError('invalid_input', 'The cursor is not one this service handed out; start again without it.', [
-      { path: '/cursor', message: 'not a cursor from nextCursor' },
-    ]);
-  }
-  return id;
-}
 
 function leaseLost(id: string, outcome: string, state: JobState | null, tokenMatches: boolean): DomainError {
   return new DomainError('lease_lost', leaseLostDetail(id, outcome, state, tokenMatches));
@@ -244,11 +230,11 @@ export class JobService {
   }
 
   async list(req: JobListRequest): Promise<{ items: Job[]; nextCursor: string | null }> {
-    const beforeId = req.cursor === undefined ? undefined : idOfCursor(req.cursor);
+    const beforeId = req.cursor === undefined ? undefined : decodeCursor('j', req.cursor, isJobId);
     const items = await jobSearch(this.db, { ...req, beforeId, limit: req.limit + 1 });
     const more = items.length > req.limit;
     if (more) items.length = req.limit;
-    return { items, nextCursor: more ? cursorOf(items[items.length - 1]!.id) : null };
+    return { items, nextCursor: more ? encodeCursor('j', items[items.length - 1]!.id) : null };
   }
 
   private explain(id: string, r: ChangeResult | { outcome: 'unique_conflict' }, what: string, allowed: string): Job {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js';
+import { ConflictError, NotFoundError } from '../domain/errors.js';
 import type { Job } from '../domain/job.js';
 import {
   type ConcurrencyPolicy,
@@ -26,6 +26,7 @@ import {
   type TaskValues,
 } from '../repositories/periodic-tasks.js';
 import type { ServiceContext } from './context.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
 
 /** A new task as a client sends it (shapes already checked by the HTTP schema). */
 export interface TaskCreateInput {
@@ -67,16 +68,6 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-const encodeCursor = (id: string) => Buffer.from(id, 'utf8').toString('base64url');
-
-function decodeCursor(cursor: string): string {
-  const id = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (!isTaskId(id)) {
-    const message = 'cursor is not one this service handed out; pass nextCursor from the previous page';
-    throw new InvalidInputError(message, [{ path: '/cursor', message }]);
-  }
-  return id;
-}
 
 const sameTime = (a: Date | null, b: Date | null) => (a === null ? b === null : b !== null && a.getTime() === b.getTime());
 
@@ -131,13 +122,13 @@ export class PeriodicTaskService {
   }
 
   async list(q: TaskListQuery): Promise<Page<PeriodicTaskView>> {
-    const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    const after = q.cursor === undefined ? undefined : decodeCursor('t', q.cursor, isTaskId);
     const rows = await taskList(this.ctx.db.kysely, { owner: q.owner, task: q.task, enabled: q.enabled, after, limit: q.limit });
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
     return {
       items: page.map((r) => this.view(taskFromRow(r))),
-      nextCursor: rows.length > q.limit && last ? encodeCursor(last.id) : null,
+      nextCursor: rows.length > q.limit && last ? encodeCursor('t', last.id) : null,
     };
   }
 
