@@ -10,7 +10,6 @@ export const CONCURRENCY_POLICIES = ['forbid', 'allow', 'replace'] as const;
 export type ConcurrencyPolicy = (typeof CONCURRENCY_POLICIES)[number];
 
 export const TASK_ID_PATTERN = /^[A-Za-z0-9._:-]{1,200}$/;
-export const MAX_NAME_LENGTH = 200;
 
 /** Marks older than this belong to an instance that died; any instance may take the task. */
 export const STALE_MARK_MS = 10 * MS_PER_SECOND;

@@ -297,7 +297,7 @@ describe('PATCH /periodic-tasks/{id}', () => {
   ])('refuses the read-only field in %j', async (body, path, message) => {
     const res = await api().patch('/periodic-tasks/p').send(body);
     expect(res.status).toBe(400);
-    expect(res.body.errors).toEqual([{ path, message }]);
+    expect(res.body.errors).toEqual([{ in: 'body', path, message }]);
   });
 
   it('refuses a bad schedule naming /schedule and leaves the task alone', async () => {

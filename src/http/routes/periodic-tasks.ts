@@ -1,13 +1,10 @@
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { type FieldIssue, InvalidInputError } from '../../domain/errors.js';
 import { ProblemSchema, standardErrors } from '../schemas/common.js';
 import {
   DeletedSchema,
   NoQuerySchema,
   PeriodicTaskSchema,
-  TASK_READ_ONLY_FIELDS,
   TaskCreateBodySchema,
   TaskDeleteByOwnerQuerySchema,
   TaskIdParamsSchema,
@@ -21,18 +18,6 @@ import type { RouteDeps } from './index.js';
 
 const tags = ['periodic-tasks'];
 
-/** Refuses read-only fields by name before the schema reports them as merely unknown. */
-function refuseReadOnly(readOnly: readonly string[]) {
-  return async (request: FastifyRequest) => {
-    const body = request.body;
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
-    const errors: FieldIssue[] = readOnly
-      .filter((f) => Object.hasOwn(body, f))
-      .map((f) => ({ path: `/${f}`, message: `"${f}" is read-only` }));
-    if (errors.length > 0) throw new InvalidInputError(errors.map((e) => e.message).join('; '), errors);
-  };
-}
-
 /** The periodic_task API (API.md "Periodic tasks"). Reading needs tasks:read, the rest tasks:write. */
 export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
   const tasks = deps.services.tasks;
@@ -41,7 +26,6 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
       '/periodic-tasks',
       {
         config: { access: 'tasks:write' },
-        preValidation: refuseReadOnly(TASK_READ_ONLY_FIELDS),
         schema: {
           tags,
           summary: 'Create a periodic task',
@@ -109,7 +93,6 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
       '/periodic-tasks/:id',
       {
         config: { access: 'tasks:write' },
-        preValidation: refuseReadOnly(['id', ...TASK_READ_ONLY_FIELDS]),
         schema: {
           tags,
           summary: 'Change a periodic task',

@@ -36,3 +36,43 @@ export const Timestamp = z.iso
 
 /** A timestamp as jobclock writes it: ISO 8601 in UTC with milliseconds. */
 export const TimestampOut = z.string().meta({ format: 'date-time', example: '2026-11-20T09:00:00.000Z' });
+
+/** Names (`task`, `type`, `group`, `worker`, `owner`, `uniqueKey`, …): 1 to 200 characters. */
+export const MAX_NAME = 200;
+export const INT32_MIN = -2147483648;
+export const INT32_MAX = 2147483647;
+
+export const name = (what: string, example?: string) =>
+  z
+    .string()
+    .min(1, `${what} must not be empty`)
+    .max(MAX_NAME, `${what} is longer than ${MAX_NAME} characters`)
+    .meta({ example });
+
+export const Priority = z
+  .number()
+  .int('priority must be a whole number')
+  .min(INT32_MIN)
+  .max(INT32_MAX)
+  .meta({ description: 'Higher runs first.', example: 0 });
+
+/**
+ * A strict object whose unknown fields are refused, naming the read-only ones as such. The check
+ * runs even when other fields are bad, so one answer lists every problem.
+ */
+export function body<S extends z.ZodRawShape>(shape: S, readOnly: Readonly<Record<string, string>>) {
+  const check = z.superRefine(
+    (value: unknown, ctx) => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
+      for (const key of Object.keys(value)) {
+        if (Object.hasOwn(shape, key)) continue;
+        const message = readOnly[key];
+        if (message) ctx.addIssue({ code: 'custom', message, path: [key] });
+        else ctx.addIssue({ code: 'unrecognized_keys', keys: [key], input: value as Record<string, unknown> });
+      }
+    },
+    { when: () => true },
+  );
+  return z.looseObject(shape).check(check);
+}
+

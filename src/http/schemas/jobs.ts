@@ -4,7 +4,7 @@
  * saying so.
  */
 import { z } from 'zod';
-import { Timestamp } from './common.js';
+import { body, INT32_MAX, MAX_NAME, name, Priority, Timestamp } from './common.js';
 import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
 import { DomainError } from '../../domain/errors.js';
 import {
@@ -17,17 +17,6 @@ import {
   MAX_WAIT_MS,
   MIN_LEASE_MS,
 } from '../../domain/job.js';
-
-export const MAX_NAME = 200;
-const INT32_MIN = -2147483648;
-const INT32_MAX = 2147483647;
-
-const name = (what: string, example: string) =>
-  z
-    .string()
-    .min(1, `${what} must not be empty`)
-    .max(MAX_NAME, `${what} is longer than ${MAX_NAME} characters`)
-    .meta({ example });
 
 /** A duration string (`30s`, `1h30m`, `PT30S`) read into milliseconds, within [minMs, maxMs]. */
 export function durationString(opts: { minMs: number; maxMs: number; description: string; example: string }) {
@@ -55,38 +44,11 @@ export function durationString(opts: { minMs: number; maxMs: number; description
 }
 
 
-const Priority = z
-  .number()
-  .int('priority must be a whole number')
-  .min(INT32_MIN)
-  .max(INT32_MAX)
-  .meta({ description: 'Higher runs first.', example: 0 });
-
 const LeaseToken = z
   .uuid({ error: 'expected the leaseToken (a UUID) that POST /jobs/next handed out' })
   .meta({ description: 'The fencing token of the lease, from POST /jobs/next.', example: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00' });
 
 const AnyJson = (description: string, example: unknown) => z.unknown().meta({ description, example });
-
-/**
- * A strict object whose unknown fields are refused, naming the read-only ones as such. The check
- * runs even when other fields are bad, so one answer lists every problem.
- */
-function body<S extends z.ZodRawShape>(shape: S, readOnly: Readonly<Record<string, string>>) {
-  const check = z.superRefine(
-    (value: unknown, ctx) => {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
-      for (const key of Object.keys(value)) {
-        if (Object.hasOwn(shape, key)) continue;
-        const message = readOnly[key];
-        if (message) ctx.addIssue({ code: 'custom', message, path: [key] });
-        else ctx.addIssue({ code: 'unrecognized_keys', keys: [key], input: value as Record<string, unknown> });
-      }
-    },
-    { when: () => true },
-  );
-  return z.looseObject(shape).check(check);
-}
 
 const readOnlyJobFields = (fields: readonly string[], message: (f: string) => string) =>
   Object.fromEntries(fields.map((f) => [f, message(f)]));

@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import { formatDuration } from '../../domain/duration.js';
-import { CONCURRENCY_POLICIES, MAX_NAME_LENGTH, type PeriodicTaskView, TASK_ID_PATTERN } from '../../domain/periodic-task.js';
-
-const Name = (what: string) =>
-  z.string().min(1, `${what} must not be empty`).max(MAX_NAME_LENGTH, `${what} is longer than ${MAX_NAME_LENGTH} characters`);
+import { CONCURRENCY_POLICIES, type PeriodicTaskView, TASK_ID_PATTERN } from '../../domain/periodic-task.js';
+import { body, name, Priority } from './common.js';
 
 const TaskId = z
   .string()
@@ -19,13 +17,6 @@ const Duration = z
   .max(100)
   .meta({ description: 'Go-style (`500ms`, `12s`, `1h30m`, `2d`) or ISO 8601 (`PT12S`)', example: '30s' });
 
-const Priority = z
-  .number()
-  .int('priority must be a whole number')
-  .min(-2147483648)
-  .max(2147483647)
-  .meta({ description: 'Higher runs first', example: 0 });
-
 const Policy = z.enum(CONCURRENCY_POLICIES).meta({
   description:
     'forbid (default): no new job while one of this task is queued or running (nextRun still advances); ' +
@@ -33,14 +24,16 @@ const Policy = z.enum(CONCURRENCY_POLICIES).meta({
     'replace: cancel the queued or running job and submit a new one',
 });
 
+type Optional<T extends Record<string, z.ZodType>> = { [K in keyof T]: z.ZodOptional<T[K]> };
+
 const writable = {
-  task: Name('task').meta({ description: 'The job type it submits', example: 'mail.poll' }),
-  group: Name('group').meta({ description: 'Job group (default `default`)' }),
+  task: name('task').meta({ description: 'The job type it submits', example: 'mail.poll' }),
+  group: name('group').meta({ description: 'Job group (default `default`)' }),
   args: z.unknown().meta({ description: 'Any JSON, handed to each job' }),
   subject: z.string().nullable(),
   submitter: z.string().nullable(),
   priority: Priority,
-  owner: Name('owner').nullable().meta({ description: 'What the task belongs to, e.g. `channel:42`', example: 'channel:42' }),
+  owner: name('owner').nullable().meta({ description: 'What the task belongs to, e.g. `channel:42`', example: 'channel:42' }),
   enabled: z.boolean(),
   schedule: z.string().meta({
     description: '`every <duration> [offset <duration>]`, a cron expression (5 or 6 fields), or a systemd calendar event',
@@ -52,45 +45,6 @@ const writable = {
   timebox: Duration.nullable().meta({ description: 'null: the default, half the interval (cron/calendar: half the time to the following occurrence)' }),
   concurrencyPolicy: Policy,
 };
-
-export const TaskCreateBodySchema = z
-  .strictObject({
-    id: TaskId.optional(),
-    task: writable.task,
-    group: writable.group.optional(),
-    args: writable.args.optional(),
-    subject: writable.subject.optional(),
-    submitter: writable.submitter.optional(),
-    priority: writable.priority.optional(),
-    owner: writable.owner.optional(),
-    enabled: writable.enabled.optional(),
-    schedule: writable.schedule,
-    timezone: writable.timezone.optional(),
-    firstRunAt: writable.firstRunAt.optional(),
-    tolerance: writable.tolerance.optional(),
-    timebox: writable.timebox.optional(),
-    concurrencyPolicy: writable.concurrencyPolicy.optional(),
-  })
-  .meta({ id: 'PeriodicTaskCreate' });
-
-export const TaskPatchBodySchema = z
-  .strictObject({
-    task: writable.task.optional(),
-    group: writable.group.optional(),
-    args: writable.args.optional(),
-    subject: writable.subject.optional(),
-    submitter: writable.submitter.optional(),
-    priority: writable.priority.optional(),
-    owner: writable.owner.optional(),
-    enabled: writable.enabled.optional(),
-    schedule: writable.schedule.optional(),
-    timezone: writable.timezone.optional(),
-    firstRunAt: writable.firstRunAt.optional(),
-    tolerance: writable.tolerance.optional(),
-    timebox: writable.timebox.optional(),
-    concurrencyPolicy: writable.concurrencyPolicy.optional(),
-  })
-  .meta({ id: 'PeriodicTaskPatch', description: 'Any writable field; null resets a nullable one (tolerance and timebox to their defaults)' });
 
 /** Fields the service owns; sending one in a body is a 400 naming it. */
 export const TASK_READ_ONLY_FIELDS = [
@@ -104,6 +58,22 @@ export const TASK_READ_ONLY_FIELDS = [
   'effectiveTolerance',
   'effectiveTimebox',
 ] as const;
+
+const readOnly = (fields: readonly string[]) => Object.fromEntries(fields.map((f) => [f, `"${f}" is read-only`]));
+
+/** Every writable field, optional: what PATCH takes. */
+const optionalWritable = Object.fromEntries(Object.entries(writable).map(([k, v]) => [k, v.optional()])) as Optional<typeof writable>;
+
+export const TaskCreateBodySchema = body(
+  { id: TaskId.optional(), ...optionalWritable, task: writable.task, schedule: writable.schedule },
+  readOnly(TASK_READ_ONLY_FIELDS),
+).meta({ id: 'PeriodicTaskCreate' });
+
+export const TaskPatchBodySchema = body(optionalWritable, readOnly(['id', ...TASK_READ_ONLY_FIELDS])).meta({
+  id: 'PeriodicTaskPatch',
+  description: 'Any writable field; null resets a nullable one (tolerance and timebox to their defaults)',
+});
+
 
 const NullableTimestamp = z.string().nullable();
 
@@ -142,8 +112,8 @@ export const TaskPageSchema = z.object({
 });
 
 export const TaskListQuerySchema = z.strictObject({
-  owner: Name('owner').optional(),
-  task: Name('task').optional(),
+  owner: name('owner').optional(),
+  task: name('task').optional(),
   enabled: z
     .enum(['true', 'false'], { message: 'enabled must be true or false' })
     .transform((v) => v === 'true')
@@ -158,7 +128,7 @@ export const TaskListQuerySchema = z.strictObject({
 });
 
 export const TaskDeleteByOwnerQuerySchema = z.strictObject({
-  owner: Name('owner').meta({ description: 'Required: deletes every task of this owner' }),
+  owner: name('owner').meta({ description: 'Required: deletes every task of this owner' }),
 });
 
 /** Routes that take no query parameters still refuse unknown ones. */
