@@ -18,11 +18,6 @@ export const JOB_STATES = ['queued', 'running', 'finished', 'failed', 'dropped',
 export type JobState = (typeof JOB_STATES)[number];
 
 export const FINAL_STATES: readonly JobState[] = ['finished', 'failed', 'dropped', 'cancelled'];
-export const OPEN_STATES: readonly JobState[] = ['queued', 'running'];
-/** The states POST /jobs/{id}/retry accepts. */
-export const RETRYABLE_STATES: readonly JobState[] = ['failed', 'dropped', 'cancelled'];
-/** The states cancel accepts. */
-export const CANCELLABLE_STATES: readonly JobState[] = ['queued', 'running'];
 
 export const isFinal = (s: JobState): boolean => FINAL_STATES.includes(s);
 

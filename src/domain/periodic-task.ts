@@ -65,14 +65,6 @@ export function defaultTolerance(intervalMs: number): number {
 }
 
 /**
- * The nominal gap at a slot: `every` for intervals; for cron and calendar schedules the time from
- * `slot` to the following occurrence (the schedule engine's intervalAt).
- */
-export function gapAfter(schedule: Schedule, slot: Date): number {
-  return intervalAt(schedule, slot);
-}
-
-/**
  * The time from the occurrence before `slot` to `slot`: `every` for intervals; for cron and
  * calendar schedules found by bisection over next() (the engine has no prev()). When there is no
  * earlier occurrence within ~2 years, the gap after the slot stands in.
@@ -124,7 +116,7 @@ export function effectiveTolerance(t: Pick<TaskTiming, 'schedule' | 'tolerance'>
 
 /** The timebox in effect for the run at `slot`: the task's, or half the gap after the slot. */
 export function effectiveTimebox(t: Pick<TaskTiming, 'schedule' | 'timebox'>, slot: Date): number {
-  return t.timebox ?? Math.max(1, Math.floor(gapAfter(t.schedule, slot) / 2));
+  return t.timebox ?? Math.max(1, Math.floor(intervalAt(t.schedule, slot) / 2));
 }
 
 /** First scheduled time at or after `now`: where a new, changed or re-enabled task starts. */

@@ -5,7 +5,7 @@
 import { type Insertable, type Kysely, type Selectable, sql, type Updateable } from 'kysely';
 import type { Database, PeriodicTaskTable } from '../db/schema.js';
 import { CHANNELS } from '../db/notifications.js';
-import type { Job } from '../domain/job.js';
+import { type Job, PERIODIC_MAX_ATTEMPTS } from '../domain/job.js';
 import type { ConcurrencyPolicy, PeriodicTask } from '../domain/periodic-task.js';
 import { jobFromRow, type JobRow } from './jobs.js';
 
@@ -284,7 +284,7 @@ export async function jobSubmitForTask(db: Q, item: TaskSubmission, now: Date): 
     INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
                      periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
                      created_at, updated_at)
-    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, ${item.runAt}, 1,
+    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, ${item.runAt}, ${PERIODIC_MAX_ATTEMPTS}::int,
            t.id, ${iso(item.scheduledAt)}::timestamptz, ${item.timebox}::bigint, ${item.runInterval}::bigint,
            ${item.runTolerance}::bigint, ${now}, ${now}
       FROM periodic_task t
@@ -343,7 +343,7 @@ export async function taskAdvanceAndSubmit(db: Q, w: BatchWrite, now: Date): Pro
       INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
                        periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
                        created_at, updated_at)
-      SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.slot, 1,
+      SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.slot, ${PERIODIC_MAX_ATTEMPTS}::int,
              t.id, x.slot, x.timebox, x.run_interval, x.run_tolerance, ${now}, ${now}
         FROM unnest(${s.map((i) => i.taskId)}::text[],
                     ${s.map((i) => iso(i.scheduledAt))}::timestamptz[],
