@@ -128,3 +128,8 @@ export async function withTransaction<T>(db: Db, work: (tx: Db) => Promise<T>): 
     client.release();
   }
 }
+
+/** PostgreSQL's deadlock_detected: the statement was rolled back and may simply be run again. */
+export function isDeadlock(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '40P01';
+}

@@ -117,7 +117,7 @@ export class LeaseReaper {
           log.info(fields, 'job failed: its lease expired and no attempts are left');
         }
       }
-      // Jobs inside their grace are returned again and again; stop when a batch changed nothing.
+      // A batch that was not full, or that changed nothing, means there is nothing more to do now.
       if (overdue.length < this.batchSize || changed.length === 0) return;
     }
   }

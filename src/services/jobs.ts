@@ -1,4 +1,4 @@
-import { type Db, withTransaction } from '../db/database.js';
+import { type Db, isDeadlock, withTransaction } from '../db/database.js';
 import { CHANNELS } from '../db/notifications.js';
 import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
 import {
@@ -306,7 +306,7 @@ export class JobService {
         return r;
       } catch (err) {
         // Two claims (or a claim and the scheduler) locking the same task rows in another order.
-        if ((err as { code?: string }).code === '40P01' && deadlocks < 3) continue;
+        if (isDeadlock(err) && deadlocks < 3) continue;
         throw err;
       }
     }
