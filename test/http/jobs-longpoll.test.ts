@@ -233,7 +233,7 @@ describe('shutdown', () => {
       const t0 = performance.now();
       c.stack.services.jobs.shutdown();
       const answers = await Promise.all(polls);
-      expect(performance.now() - t0).toBeLessThan(300);
+      expect(performance.now() - t0).toBeLessThan(2_000); // at once, against a wait of 30 s
       expect(answers.map((r) => r.status)).toEqual([204, 204, 204, 204, 204]);
       await c.create({ type: 'after-shutdown' });
       expect((await c.post('/jobs/next', { worker: 'late', wait: '10s' })).status).toBe(204);

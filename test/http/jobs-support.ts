@@ -79,7 +79,6 @@ export async function taskRow(db: Db, id: string): Promise<{ last_run: Date | nu
 }
 
 export const iso = (d: Date) => d.toISOString();
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Runs `whileLocked` while another connection holds an EXCLUSIVE lock on the job table: the
@@ -98,11 +97,4 @@ export async function holdingJobTable(db: Db, whileLocked: () => Promise<void>):
   }
 }
 
-/** Waits until `condition` holds (checked every 5 ms, at most 5 s). */
-export async function until(condition: () => boolean, what = 'condition'): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (condition()) return;
-    await sleep(5);
-  }
-  throw new Error(`${what} did not hold within 5 s`);
-}
+export { sleep, until } from '../support/wait.js';

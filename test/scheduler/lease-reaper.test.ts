@@ -6,7 +6,8 @@ import { createDb } from '../../src/db/database.js';
 import { jobFindOverdue, jobReap } from '../../src/repositories/jobs.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { type JobsApi, jobsApi, sleep, until } from '../http/jobs-support.js';
+import { type JobsApi, jobsApi } from '../http/jobs-support.js';
+import { sleep, until } from '../support/wait.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms);

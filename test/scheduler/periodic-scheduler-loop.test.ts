@@ -93,6 +93,6 @@ describe('PeriodicScheduler loop', () => {
     const started = Date.now();
     await scheduler.stop();
     scheduler = null;
-    expect(Date.now() - started).toBeLessThan(500);
+    expect(Date.now() - started).toBeLessThan(2_000); // not the loop's sleep of up to 30 s
   });
 });
