@@ -253,7 +253,8 @@ describe('PeriodicScheduler.tick', () => {
        select 'bulk-' || i, 'bulk', 'every 1m', $1::timestamptz, $2::timestamptz from generate_series(1, $3::int) i`,
       [at('2026-11-20T00:01:00.000Z'), at(T0), n],
     );
-    const small = new PeriodicScheduler(stack.ctx, { batchSize: 500 });
+    // one lane, so the number of batches is exact (with two, it depends on how their takes interleave)
+    const small = new PeriodicScheduler(stack.ctx, { batchSize: 500, concurrency: 1 });
     const s = await small.tick(at('2026-11-20T00:01:00.000Z'));
     expect(s).toMatchObject({ taken: n, submitted: n, batches: 3 });
     const { rows } = await tdb.db.pool.query(
@@ -262,6 +263,23 @@ describe('PeriodicScheduler.tick', () => {
     expect(rows[0]).toEqual({ jobs: n, tasks: n });
     const next = await tdb.db.pool.query(`select distinct nextrun from periodic_task`);
     expect(next.rows).toEqual([{ nextrun: at('2026-11-20T00:02:00.000Z') }]);
+  });
+
+  it('submits every due task exactly once with two batches in flight', async () => {
+    const n = 1_234;
+    await tdb.db.pool.query(
+      `insert into periodic_task (id, task, timer, nextrun, created)
+       select 'lanes-' || i, 'lanes', 'every 1m', $1::timestamptz, $2::timestamptz from generate_series(1, $3::int) i`,
+      [at('2026-11-20T00:01:00.000Z'), at(T0), n],
+    );
+    const lanes = new PeriodicScheduler(stack.ctx, { batchSize: 100, concurrency: 2 });
+    const s = await lanes.tick(at('2026-11-20T00:01:00.000Z'));
+    expect(s).toMatchObject({ taken: n, submitted: n });
+    expect(s.batches).toBeGreaterThanOrEqual(13);
+    const { rows } = await tdb.db.pool.query(
+      `select count(*)::int as jobs, count(distinct periodic_task_id)::int as tasks from job where type = 'lanes'`,
+    );
+    expect(rows[0]).toEqual({ jobs: n, tasks: n });
   });
 
   it('runs a schedule change from the new nextRun on', async () => {
