@@ -4,7 +4,10 @@
  * listening on 127.0.0.1:0. It runs on its own thread so that the benchmark's HTTP clients,
  * which stand in for worker processes, do not share jobclock's event loop.
  */
+import { writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
@@ -17,6 +20,7 @@ import { LeaseReaper } from '../src/scheduler/lease-reaper.js';
 import { PeriodicScheduler } from '../src/scheduler/periodic-scheduler.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { createServices, type Services } from '../src/services/index.js';
+import { currentThreadId } from './lib/cpu.js';
 import { BENCH_TOKENS } from './lib/tokens.js';
 
 export interface OpenArgs {
@@ -55,9 +59,13 @@ interface Instance {
 }
 
 let current: Instance | null = null;
+/** BENCH_PROFILE=<folder>: a V8 CPU profile of this thread from each open() to its close(). */
+const profileDir = process.env.BENCH_PROFILE ?? '';
+let profiler: Session | null = null;
+let profiles = 0;
 const logger = pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' });
 
-async function open(args: OpenArgs): Promise<{ port: number }> {
+async function open(args: OpenArgs): Promise<{ port: number; tid: number | null }> {
   if (current) await close();
   const db = createDb({ url: args.url, poolSize: args.poolSize ?? 10, logger, applicationName: 'jobclock' });
   const notifications = new Notifications(db.url, logger);
@@ -85,13 +93,26 @@ async function open(args: OpenArgs): Promise<{ port: number }> {
   scheduler?.start();
   reaper.start();
   current = { db, app, services, ctx, notifications, scheduler, reaper };
-  return { port: (app.server.address() as AddressInfo).port };
+  if (profileDir) {
+    profiler = new Session();
+    profiler.connect();
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
+  }
+  return { port: (app.server.address() as AddressInfo).port, tid: currentThreadId() };
 }
 
 async function close(): Promise<void> {
   const inst = current;
   current = null;
   if (!inst) return;
+  if (profiler) {
+    const { profile } = await profiler.post('Profiler.stop');
+    profiler.disconnect();
+    profiler = null;
+    const file = path.join(profileDir, `jobclock-${++profiles}.cpuprofile`);
+    await writeFile(file, JSON.stringify(profile));
+  }
   inst.services.jobs.shutdown();
   await Promise.all([inst.scheduler?.stop(), inst.reaper.stop()]);
   await inst.app.close();

@@ -202,12 +202,50 @@ export function summarize(rounds: RoundResults[], lateness: RoundResults | null,
 }
 
 /** A Markdown table whose columns are padded, so it reads well in a terminal and in a README. */
-export function renderTable(rows: TableRow[]): string {
-  const head: TableRow = { measurement: 'Measurement', result: 'Result: median [min–max]', ratio: 'Ratio (within round)', target: 'Target', pass: 'Pass' };
-  const cols: (keyof TableRow)[] = ['measurement', 'result', 'ratio', 'target', 'pass'];
-  const width = (c: keyof TableRow) => Math.max(...[head, ...rows].map((r) => [...r[c]].length));
-  const widths = cols.map(width);
-  const line = (r: TableRow) => `| ${cols.map((c, i) => r[c] + ' '.repeat(widths[i]! - [...r[c]].length)).join(' | ')} |`;
+export function renderMarkdown(head: string[], rows: string[][]): string {
+  const widths = head.map((_, c) => Math.max(...[head, ...rows].map((r) => [...(r[c] ?? '')].length)));
+  const line = (r: string[]) => `| ${widths.map((w, c) => (r[c] ?? '') + ' '.repeat(w - [...(r[c] ?? '')].length)).join(' | ')} |`;
   const rule = `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`;
   return [line(head), rule, ...rows.map(line)].join('\n');
+}
+
+export function renderTable(rows: TableRow[]): string {
+  const cols: (keyof TableRow)[] = ['measurement', 'result', 'ratio', 'target', 'pass'];
+  return renderMarkdown(
+    ['Measurement', 'Result: median [min–max]', 'Ratio (within round)', 'Target', 'Pass'],
+    rows.map((r) => cols.map((c) => r[c])),
+  );
+}
+
+const CPU_ROWS: [key: string, label: string][] = [
+  ['a.raw1', '(a) raw SQL, 1 job/statement'],
+  ['a.raw100', '(a) raw SQL, 100 jobs/statement'],
+  ['b.reports', '(b) jobclock: lease 100 + /jobs/reports'],
+  ['b.perjob', '(b) jobclock: per-job /finished'],
+  ['c.pgboss', '(c) pg-boss fetch + complete'],
+  ['c.graphile', '(c) graphile-worker'],
+  ['d.post', '(d) POST /jobs ×8'],
+  ['d.pgboss', '(d) pg-boss send() ×8'],
+  ['d.batch', '(d) POST /jobs/batch'],
+  ['d.raw', '(d) raw multi-row INSERT'],
+];
+const CPU_SIDES = ['main', 'jobclock', 'helpers', 'postgres', 'total'] as const;
+
+/**
+ * CPU time per job, by side (µs, median over rounds): steadier than throughput on a machine whose
+ * neighbours steal time, and it says which side limits a row. `main` is the benchmark's thread: the
+ * HTTP clients standing in for worker processes, or pg-boss / graphile-worker in-process.
+ */
+export function summarizeCpu(rounds: RoundResults[]): { table: string; figures: Record<string, Record<string, Spread | null>> } | null {
+  const rows: string[][] = [];
+  const figures: Record<string, Record<string, Spread | null>> = {};
+  for (const [key, label] of CPU_ROWS) {
+    const sides = Object.fromEntries(CPU_SIDES.map((side) => [side, spread(values(rounds, key, (r) => r.extra?.[`cpu.${side}`] ?? Number.NaN))]));
+    if (!sides.total) continue;
+    figures[key] = sides;
+    rows.push([label, ...CPU_SIDES.map((side) => (sides[side] ? fmt(sides[side].median) : '—'))]);
+  }
+  if (rows.length === 0) return null;
+  const head = ['CPU µs per job (median)', 'bench thread (clients / library)', 'jobclock thread', 'other node threads', 'PostgreSQL', 'total'];
+  return { table: renderMarkdown(head, rows), figures };
 }

@@ -22,7 +22,7 @@ import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
 import { burstTasks, lateness, schedulerBurst, sqlBurst } from './measure/scheduler.js';
 import { scheduleEngine } from './measure/schedule-engine.js';
 import { graphileProcessing, jobclockPerJob, jobclockReports, pgBossProcessing, processingJobs, rawClaim1, rawClaim100 } from './measure/worker-protocol.js';
-import { renderTable, type RoundResults, summarize } from './report.js';
+import { renderTable, type RoundResults, summarize, summarizeCpu } from './report.js';
 
 function envNumber(name: string, fallback: number, min: number): number {
   const raw = process.env[name];
@@ -186,7 +186,9 @@ async function main(): Promise<void> {
       `full_page_writes=${pgSettings.full_page_writes}; also max_connections=${pgSettings.max_connections}, ` +
       `shared_preload_libraries=${pgSettings.shared_preload_libraries || '(none)'}, track_commit_timestamp=${pgSettings.track_commit_timestamp}), ` +
       `${ROUNDS} round(s) rotated, scale ${SCALE}, ${seconds.toFixed(0)} s`;
+    const cpu = summarizeCpu(rounds);
     process.stdout.write(`\n${header}\n\n${renderTable(rows)}\n`);
+    if (cpu) process.stdout.write(`\nWhere the CPU went, per job (from /proc/…/schedstat; steal time excluded):\n\n${cpu.table}\n`);
 
     const outDir = path.join(repoRoot(), 'bench', 'results');
     await mkdir(outDir, { recursive: true });
@@ -205,6 +207,7 @@ async function main(): Promise<void> {
           seconds,
           table: rows,
           figures,
+          cpuPerJob: cpu?.figures ?? null,
           perRound: rounds.map(serialize),
           lateness: latenessResults ? serialize(latenessResults) : null,
         },

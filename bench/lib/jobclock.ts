@@ -14,6 +14,7 @@ export class JobclockHost {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private dead_: Error | null = null;
+  private tid_: number | null = null;
 
   private constructor(private readonly worker: Worker) {
     worker.on('message', (reply: Reply) => {
@@ -37,6 +38,11 @@ export class JobclockHost {
     return this.dead_ !== null;
   }
 
+  /** The host thread's kernel thread id (for CPU accounting), known once an instance was opened. */
+  get tid(): number | null {
+    return this.tid_;
+  }
+
   static start(): JobclockHost {
     return new JobclockHost(new Worker(new URL('../jobclock-host.js', import.meta.url)));
   }
@@ -52,7 +58,8 @@ export class JobclockHost {
 
   /** Builds and starts a jobclock instance on `url`; returns its base URL. */
   async open(args: OpenArgs): Promise<string> {
-    const { port } = await this.call<{ port: number }>('open', args);
+    const { port, tid } = await this.call<{ port: number; tid: number | null }>('open', args);
+    this.tid_ = tid;
     return `http://127.0.0.1:${port}`;
   }
 

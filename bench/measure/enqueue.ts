@@ -1,6 +1,6 @@
 /** (d) enqueue: POST /jobs ×8 vs pg-boss send() ×8; POST /jobs/batch of 1000 vs a raw multi-row INSERT. */
 import PgBoss from 'pg-boss';
-import { type BenchContext, scaled, type Unit, type UnitResult } from '../lib/context.js';
+import { type BenchContext, rate, scaled, type Unit, warmThenTime } from '../lib/context.js';
 import { HttpClient, unexpected } from '../lib/http.js';
 import { tokenOf } from '../lib/tokens.js';
 import { PGBOSS_QUEUE, pgBossOptions } from '../lib/templates.js';
@@ -11,29 +11,30 @@ const timeboxMs = (ctx: BenchContext) => Math.max(2_000, Math.round(3_000 * ctx.
 const CLIENTS = 8;
 const BATCH = 1000;
 
-function rate(done: number, ms: number, n: number): UnitResult {
-  const r: UnitResult = { value: (done * 1000) / ms, extra: { jobs: done, ms } };
-  if (done < n) r.note = `time-boxed: ${done} of ${n}`;
-  return r;
-}
-
-/** Runs `clients` loops that share one counter of `n` operations, until done or the time box ends. */
-async function loops(clients: number, n: number, timebox: number, op: (i: number, loop: number) => Promise<number>) {
-  let next = 0;
-  let done = 0;
-  const started = performance.now();
-  const deadline = started + timebox;
-  await Promise.all(
-    Array.from({ length: clients }, async (_, loop) => {
-      while (next < n && performance.now() < deadline) {
-        const i = next;
-        next += 1;
-        const added = await op(i, loop); // not `done += await …`: that reads `done` before awaiting
-        done += added;
-      }
-    }),
-  );
-  return { done, ms: performance.now() - started };
+/**
+ * Runs `clients` loops that share one counter of `n` operations, warmed up first (see
+ * warmThenTime): the warm-up's operations get indexes from `n` on, so the timed run does all `n`.
+ */
+async function loops(ctx: BenchContext, clients: number, n: number, timebox: number, op: (i: number, loop: number) => Promise<number>) {
+  let next = n;
+  let limit = Number.POSITIVE_INFINITY;
+  const t = await warmThenTime(ctx, timebox, async (until) => {
+    let done = 0;
+    await Promise.all(
+      Array.from({ length: clients }, async (_, loop) => {
+        while (next < limit && performance.now() < until.deadline) {
+          const i = next;
+          next += 1;
+          const added = await op(i, loop); // not `done += await …`: that reads `done` before awaiting
+          done += added;
+        }
+      }),
+    );
+    next = 0;
+    limit = n;
+    return done;
+  });
+  return { done: t.done, ms: t.ms, cpu: t.cpu };
 }
 
 export const postJobs: Unit = {
@@ -48,12 +49,12 @@ export const postJobs: Unit = {
       const c = new HttpClient(base, tokenOf('producer'), CLIENTS);
       client = c;
       const n = singleJobs(ctx);
-      const { done, ms } = await loops(CLIENTS, n, timeboxMs(ctx), async (i) => {
+      const { done, ms, cpu } = await loops(ctx, CLIENTS, n, timeboxMs(ctx), async (i) => {
         const res = await c.post('/jobs', { type: 'bench', args: { n: i } });
         if (res.status !== 201) throw unexpected('POST /jobs', res);
         return 1;
       });
-      return rate(done, ms, n);
+      return rate(done, ms, n, cpu);
     } finally {
       client?.close();
       await ctx.host.close().catch(() => undefined);
@@ -73,12 +74,12 @@ export const pgBossSend: Unit = {
       await boss.start();
       await db.settle();
       const n = singleJobs(ctx);
-      const { done, ms } = await loops(CLIENTS, n, timeboxMs(ctx), async (i) => {
+      const { done, ms, cpu } = await loops(ctx, CLIENTS, n, timeboxMs(ctx), async (i) => {
         const id = await boss.send(PGBOSS_QUEUE, { n: i });
         if (!id) throw new Error('pg-boss send() returned no id');
         return 1;
       });
-      return rate(done, ms, n);
+      return rate(done, ms, n, cpu);
     } finally {
       await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
       await db.retire();
@@ -98,7 +99,7 @@ export const postBatch: Unit = {
       const c = new HttpClient(base, tokenOf('producer'), 1);
       client = c;
       const batches = Math.ceil(batchJobs(ctx) / BATCH);
-      const { done, ms } = await loops(1, batches, timeboxMs(ctx), async (b) => {
+      const { done, ms, cpu } = await loops(ctx, 1, batches, timeboxMs(ctx), async (b) => {
         const jobs = Array.from({ length: BATCH }, (_, k) => ({ type: 'bench', args: { n: b * BATCH + k } }));
         const res = await c.post('/jobs/batch', { jobs });
         if (res.status !== 201) throw unexpected('POST /jobs/batch', res);
@@ -106,7 +107,7 @@ export const postBatch: Unit = {
         if (!Array.isArray(created) || created.length !== BATCH) throw new Error('POST /jobs/batch: 201 without 1000 jobs');
         return BATCH;
       });
-      return rate(done, ms, batches * BATCH);
+      return rate(done, ms, batches * BATCH, cpu);
     } finally {
       client?.close();
       await ctx.host.close().catch(() => undefined);
@@ -127,12 +128,12 @@ export const rawInsert: Unit = {
       const text = `insert into job (type, args, run_at) values ${values} returning id`;
       const batches = Math.ceil(batchJobs(ctx) / BATCH);
       await db.settle();
-      const { done, ms } = await loops(1, batches, timeboxMs(ctx), async (b) => {
+      const { done, ms, cpu } = await loops(ctx, 1, batches, timeboxMs(ctx), async (b) => {
         const params = Array.from({ length: BATCH }, (_, k) => JSON.stringify({ n: b * BATCH + k }));
         const res = await client.query(text, params);
         return res.rowCount ?? 0;
       });
-      return rate(done, ms, batches * BATCH);
+      return rate(done, ms, batches * BATCH, cpu);
     } finally {
       await client.end();
       await db.retire();

@@ -2,7 +2,6 @@
  * (e) idle wake latency of a long-polling worker vs a raw LISTEN/NOTIFY loop, and
  * (f) what 50 idle long-polling workers cost the database.
  */
-import pg from 'pg';
 import { type BenchContext, scaled, sleep, type Unit } from '../lib/context.js';
 import { HttpClient, unexpected } from '../lib/http.js';
 import { latencySummary } from '../lib/stats.js';

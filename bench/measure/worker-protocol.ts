@@ -5,20 +5,16 @@
 import { run as runGraphile } from 'graphile-worker';
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
-import { type BenchContext, scaled, type Unit, type UnitResult } from '../lib/context.js';
+import { type BenchContext, scaled, timedRate, type Unit, warmThenTime } from '../lib/context.js';
 import { HttpClient, unexpected } from '../lib/http.js';
 import { PGBOSS_QUEUE as QUEUE, pgBossOptions, silentGraphileLogger as silentGraphile } from '../lib/templates.js';
 import { tokenOf } from '../lib/tokens.js';
 
 /** Queued no-op jobs at the start of every processing measurement (the seeded templates hold them). */
 export const processingJobs = (ctx: BenchContext) => scaled(ctx, 20_000, 200);
+/** The first tenth of the queue (or 1.5 s, whichever comes first) is the warm-up. */
+const warmupJobs = (ctx: BenchContext) => Math.round(processingJobs(ctx) / 10);
 export const processingTimeboxMs = (ctx: BenchContext) => Math.max(2_000, Math.round(4_000 * ctx.scale));
-
-function rate(done: number, ms: number, n: number): UnitResult {
-  const r: UnitResult = { value: (done * 1000) / ms, extra: { jobs: done, ms } };
-  if (done < n) r.note = `time-boxed: ${done} of ${n}`;
-  return r;
-}
 
 // ---------------------------------------------------------------------------------------------
 // (a) raw SQL: FOR UPDATE SKIP LOCKED claim, then a compare-and-set finish, on jobclock's schema
@@ -53,26 +49,27 @@ function rawProcessing(key: string, perStatement: number, connections: number): 
         const n = ctx.templates.jobs;
         await db.settle();
         for (let i = 0; i < connections; i++) clients.push(await db.client('bench-raw'));
-        let done = 0;
-        const started = performance.now();
-        const deadline = started + timebox(ctx);
-        await Promise.all(
-          clients.map(async (c, i) => {
-            const worker = `raw-${i}`;
-            while (performance.now() < deadline) {
-              const { rows } = await c.query<{ id: string; lease_token: string }>(CLAIM, [perStatement, worker]);
-              if (rows.length === 0) return;
-              if (perStatement === 1) {
-                const res = await c.query(FINISH_ONE, [rows[0]!.id, rows[0]!.lease_token]);
-                done += res.rowCount ?? 0;
-              } else {
-                const res = await c.query(FINISH_MANY, [rows.map((r) => r.id), rows.map((r) => r.lease_token)]);
-                done += res.rowCount ?? 0;
+        const t = await warmThenTime(ctx, timebox(ctx), async (until) => {
+          let done = 0;
+          await Promise.all(
+            clients.map(async (c, i) => {
+              const worker = `raw-${i}`;
+              while (performance.now() < until.deadline && done < until.jobs) {
+                const { rows } = await c.query<{ id: string; lease_token: string }>(CLAIM, [perStatement, worker]);
+                if (rows.length === 0) return;
+                if (perStatement === 1) {
+                  const res = await c.query(FINISH_ONE, [rows[0]!.id, rows[0]!.lease_token]);
+                  done += res.rowCount ?? 0;
+                } else {
+                  const res = await c.query(FINISH_MANY, [rows.map((r) => r.id), rows.map((r) => r.lease_token)]);
+                  done += res.rowCount ?? 0;
+                }
               }
-            }
-          }),
-        );
-        return rate(done, performance.now() - started, n);
+            }),
+          );
+          return done;
+        }, warmupJobs(ctx));
+        return timedRate(t, n);
       } finally {
         await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
         await db.retire();
@@ -119,41 +116,41 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job'): Unit {
         reporter = mode === 'per-job' ? new HttpClient(base, tokenOf('worker'), reportSockets) : leaser;
         const rep = reporter;
         const lsr = leaser;
-        let done = 0;
-        const started = performance.now();
-        const deadline = started + processingTimeboxMs(ctx);
-        await Promise.all(
-          Array.from({ length: leaseLoops }, async (_, i) => {
-            const worker = `bench-worker-${i}`;
-            while (performance.now() < deadline) {
-              const jobs = await lease(lsr, worker, 100);
-              if (jobs.length === 0) return;
-              if (mode === 'reports') {
-                const res = await rep.post('/jobs/reports', {
-                  reports: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })),
-                });
-                if (res.status !== 200) throw unexpected('POST /jobs/reports', res);
-                const results = (res.body as { results?: { status: number }[] }).results ?? [];
-                const ok = results.filter((r) => r.status === 200).length;
-                if (ok !== jobs.length) throw new Error(`POST /jobs/reports: ${jobs.length - ok} of ${jobs.length} reports not 200`);
-                done += ok;
-              } else {
-                await Promise.all(
-                  jobs.map(async (j) => {
-                    const res = await rep.post(`/jobs/${encodeURIComponent(j.id)}/finished`, { leaseToken: j.leaseToken });
-                    if (res.status !== 200) throw unexpected('POST /jobs/{id}/finished', res);
-                    done++;
-                  }),
-                );
+        const t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
+          let done = 0;
+          await Promise.all(
+            Array.from({ length: leaseLoops }, async (_, i) => {
+              const worker = `bench-worker-${i}`;
+              while (performance.now() < until.deadline && done < until.jobs) {
+                const jobs = await lease(lsr, worker, 100);
+                if (jobs.length === 0) return;
+                if (mode === 'reports') {
+                  const res = await rep.post('/jobs/reports', {
+                    reports: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })),
+                  });
+                  if (res.status !== 200) throw unexpected('POST /jobs/reports', res);
+                  const results = (res.body as { results?: { status: number }[] }).results ?? [];
+                  const ok = results.filter((r) => r.status === 200).length;
+                  if (ok !== jobs.length) throw new Error(`POST /jobs/reports: ${jobs.length - ok} of ${jobs.length} reports not 200`);
+                  done += ok;
+                } else {
+                  await Promise.all(
+                    jobs.map(async (j) => {
+                      const res = await rep.post(`/jobs/${encodeURIComponent(j.id)}/finished`, { leaseToken: j.leaseToken });
+                      if (res.status !== 200) throw unexpected('POST /jobs/{id}/finished', res);
+                      done++;
+                    }),
+                  );
+                }
               }
-            }
-          }),
-        );
-        const ms = performance.now() - started;
+            }),
+          );
+          return done;
+        }, warmupJobs(ctx));
         const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
         const finished = (check.rows[0] as { n: number }).n;
-        if (finished !== done) throw new Error(`${done} reports answered 200 but ${finished} jobs are finished`);
-        return rate(done, ms, n);
+        if (finished !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} reports answered 200 but ${finished} jobs are finished`);
+        return timedRate(t, n);
       } finally {
         leaser?.close();
         if (reporter !== leaser) reporter?.close();
@@ -181,27 +178,27 @@ export const pgBossProcessing: Unit = {
       const n = ctx.templates.jobs;
       await boss.start();
       await db.settle();
-      let done = 0;
-      const started = performance.now();
-      const deadline = started + processingTimeboxMs(ctx);
-      await Promise.all(
-        Array.from({ length: 4 }, async () => {
-          while (performance.now() < deadline) {
-            const jobs = await boss.fetch(QUEUE, { batchSize: 100 });
-            if (jobs.length === 0) return;
-            await boss.complete(
-              QUEUE,
-              jobs.map((j) => j.id),
-            );
-            done += jobs.length;
-          }
-        }),
-      );
-      const ms = performance.now() - started;
+      const t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
+        let done = 0;
+        await Promise.all(
+          Array.from({ length: 4 }, async () => {
+            while (performance.now() < until.deadline && done < until.jobs) {
+              const jobs = await boss.fetch(QUEUE, { batchSize: 100 });
+              if (jobs.length === 0) return;
+              await boss.complete(
+                QUEUE,
+                jobs.map((j) => j.id),
+              );
+              done += jobs.length;
+            }
+          }),
+        );
+        return done;
+      }, warmupJobs(ctx));
       const check = await db.exec(`select count(*)::int as n from pgboss.job where state = 'completed'`);
       const completed = (check.rows[0] as { n: number }).n;
-      if (completed !== done) throw new Error(`pg-boss: ${done} fetched and completed, ${completed} in state completed`);
-      return rate(done, ms, n);
+      if (completed !== t.warmup + t.done) throw new Error(`pg-boss: ${t.warmup + t.done} fetched and completed, ${completed} in state completed`);
+      return timedRate(t, n);
     } finally {
       await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
       await db.retire();
@@ -225,8 +222,6 @@ export const graphileProcessing: Unit = {
       let executed = 0;
       const remaining = async () =>
         Number((await watcher.query<{ n: string }>('select count(*) as n from graphile_worker._private_jobs')).rows[0]!.n);
-      const started = performance.now();
-      const deadline = started + processingTimeboxMs(ctx);
       runner = await runGraphile({
         connectionString: db.url,
         logger: silentGraphile,
@@ -247,16 +242,20 @@ export const graphileProcessing: Unit = {
           },
         },
       });
-      let left = n;
-      while (performance.now() < deadline) {
-        left = await remaining();
-        if (left === 0) break;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      const ms = performance.now() - started;
-      const done = n - left;
-      if (executed < done) throw new Error(`graphile-worker: ${done} jobs gone but only ${executed} executed`);
-      return rate(done, ms, n);
+      // graphile-worker runs on its own once started: the warm-up is the time it runs before the
+      // count is taken, the same warm-up the others get.
+      const t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
+        const before = await remaining();
+        let left = before;
+        while (performance.now() < until.deadline && before - left < until.jobs) {
+          await new Promise((r) => setTimeout(r, 10));
+          left = await remaining();
+          if (left === 0) break;
+        }
+        return before - left;
+      }, warmupJobs(ctx));
+      if (executed < t.warmup + t.done) throw new Error(`graphile-worker: ${t.warmup + t.done} jobs gone but only ${executed} executed`);
+      return timedRate(t, n);
     } finally {
       await runner?.stop().catch(() => undefined);
       await watcher.end().catch(() => undefined);

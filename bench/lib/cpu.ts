@@ -1,0 +1,114 @@
+/**
+ * Where the CPU of a measurement went: this process's main thread (the benchmark's clients, or
+ * pg-boss / graphile-worker running in-process), the jobclock host thread, the process's other
+ * threads (garbage collector helpers, libuv), and every PostgreSQL process.
+ *
+ * Throughput on a shared 2-core virtual machine moves with the neighbours (a run can lose most of
+ * its time to the hypervisor: "steal"), but CPU time is only counted while a thread runs, so CPU per
+ * job is the steadier figure and says which side limits a row. Read from /proc/…/schedstat
+ * (nanoseconds on CPU); on systems without it the meter reports nothing.
+ */
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+export interface CpuSplit {
+  /** The benchmark's main thread: HTTP clients, or the in-process library under test. */
+  main: number;
+  /** The jobclock host thread (HTTP server, services, scheduler). */
+  jobclock: number;
+  /** Other threads of this process: GC helpers, libuv pool, the inspector. */
+  helpers: number;
+  /** All PostgreSQL processes: backends, WAL writer, checkpointer, … */
+  postgres: number;
+}
+
+/** This thread's kernel id, from /proc/thread-self (null where there is no /proc). */
+export function currentThreadId(): number | null {
+  try {
+    return Number(readlinkSync('/proc/thread-self').split('/').pop());
+  } catch {
+    return null;
+  }
+}
+
+function onCpuNs(file: string): number {
+  try {
+    return Number(readFileSync(file, 'utf8').split(' ', 1)[0]) || 0;
+  } catch {
+    return 0; // the thread or process ended
+  }
+}
+
+function postgresProcesses(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let comm: string;
+    try {
+      comm = readFileSync(`/proc/${name}/comm`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (comm.startsWith('postgres')) out.set(Number(name), onCpuNs(`/proc/${name}/schedstat`));
+  }
+  return out;
+}
+
+interface Snapshot {
+  threads: Map<number, number>;
+  postgres: Map<number, number>;
+}
+
+function snapshot(): Snapshot {
+  const threads = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) threads.set(Number(tid), onCpuNs(`/proc/self/task/${tid}/schedstat`));
+  return { threads, postgres: postgresProcesses() };
+}
+
+/** Sum of what each id gained between the snapshots (ids new in `b` count from zero). */
+function gained(a: Map<number, number>, b: Map<number, number>, keep: (id: number) => boolean): number {
+  let ns = 0;
+  for (const [id, v] of b) if (keep(id)) ns += Math.max(0, v - (a.get(id) ?? 0));
+  return ns;
+}
+
+export interface CpuMeter {
+  /** CPU milliseconds per side since the meter started; null where /proc/…/schedstat is missing. */
+  stop(): CpuSplit | null;
+}
+
+/** Starts counting; `jobclockTid` is the host thread's id (null when no jobclock instance runs). */
+export function startCpuMeter(jobclockTid: number | null): CpuMeter {
+  let before: Snapshot | null;
+  try {
+    before = onCpuNs('/proc/self/schedstat') > 0 ? snapshot() : null;
+  } catch {
+    before = null;
+  }
+  return {
+    stop() {
+      if (!before) return null;
+      const after = snapshot();
+      const main = process.pid;
+      const ms = (ns: number) => ns / 1e6;
+      return {
+        main: ms(gained(before.threads, after.threads, (id) => id === main)),
+        jobclock: ms(gained(before.threads, after.threads, (id) => id === jobclockTid)),
+        helpers: ms(gained(before.threads, after.threads, (id) => id !== main && id !== jobclockTid)),
+        postgres: ms(gained(before.postgres, after.postgres, () => true)),
+      };
+    },
+  };
+}
+
+/** The split as `cpu.<side>` extras, in microseconds of CPU per job. */
+export function cpuPerJob(split: CpuSplit | null, jobs: number): Record<string, number> {
+  if (!split || jobs <= 0) return {};
+  const per = (ms: number) => (ms * 1000) / jobs;
+  return {
+    'cpu.main': per(split.main),
+    'cpu.jobclock': per(split.jobclock),
+    'cpu.helpers': per(split.helpers),
+    'cpu.postgres': per(split.postgres),
+    'cpu.total': per(split.main + split.jobclock + split.helpers + split.postgres),
+  };
+}
