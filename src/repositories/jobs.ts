@@ -23,6 +23,15 @@ export type Queryable = Db;
 
 const statementNames = new Map<string, string>();
 
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `jc_${createHash('sha1').update(text).digest('base64url').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
 /**
  * Runs a statement as a named prepared statement (node-postgres prepares it once per connection):
  * the hot statements (lease, report, heartbeat, insert) then skip parsing and, once PostgreSQL
@@ -31,12 +40,46 @@ const statementNames = new Map<string, string>();
  */
 async function prepared<R>(db: Db, query: RawBuilder<R>): Promise<R[]> {
   const compiled = query.compile(db.kysely);
-  let name = statementNames.get(compiled.sql);
-  if (name === undefined) {
-    name = `jc_${createHash('sha1').update(compiled.sql).digest('base64url').slice(0, 24)}`;
-    statementNames.set(compiled.sql, name);
+  const result = await db.pool.query({ name: statementName(compiled.sql), text: compiled.sql, values: compiled.parameters as unknown[] });
+  return result.rows as R[];
+}
+
+/** Stands for a per-call value in a statement compiled once (see `compiledOnce`). */
+class Slot {
+  constructor(readonly key: string) {}
+  toString(): never {
+    throw new Error(`statement value "${this.key}" was used as text while the statement was built`);
   }
-  const result = await db.pool.query({ name, text: compiled.sql, values: compiled.parameters as unknown[] });
+  toJSON(): never {
+    return this.toString();
+  }
+}
+
+const compiledStatements = new Map<string, { name: string; text: string; params: readonly unknown[] }>();
+
+/**
+ * `prepared` for the statements that run on every request of the worker protocol: the Kysely
+ * template is built and compiled once per `shape` (a key that names every choice `build` makes),
+ * with slots where the per-call `values` go; later calls only fill in the slots. Building and
+ * compiling the ~30-column report template took more CPU than the rest of a report request's
+ * JavaScript. `build` may use its argument only as SQL values: anything that depends on a value
+ * belongs in `shape`.
+ */
+async function compiledOnce<R, V extends Record<string, unknown>>(
+  db: Db,
+  shape: string,
+  values: V,
+  build: (v: V) => RawBuilder<R>,
+): Promise<R[]> {
+  let st = compiledStatements.get(shape);
+  if (st === undefined) {
+    const slots = new Proxy({} as V, { get: (_target, key) => new Slot(String(key)) });
+    const compiled = build(slots).compile(db.kysely);
+    st = { name: statementName(compiled.sql), text: compiled.sql, params: compiled.parameters };
+    compiledStatements.set(shape, st);
+  }
+  const params = st.params.map((p) => (p instanceof Slot ? values[p.key] : p));
+  const result = await db.pool.query({ name: st.name, text: st.text, values: params });
   return result.rows as R[];
 }
 
@@ -160,8 +203,6 @@ function leasedFromRow(r: JobRow, taskState: unknown, slot: number): LeasedInSlo
 const ID_PATTERN = /^[1-9][0-9]{0,17}$/;
 export const isJobId = (id: string): boolean => ID_PATTERN.test(id);
 
-const json = (value: unknown): RawBuilder<unknown> =>
-  value === undefined || value === null ? sql`NULL::jsonb` : sql`${JSON.stringify(value)}::jsonb`;
 const ms = (expr: RawBuilder<unknown>) => sql`(${expr}) * interval '1 millisecond'`;
 /** 10 % of the timebox, at least 1 s — timeboxGraceMs in domain/job.ts, per row. */
 const graceSql = (alias: string) => ms(sql`greatest(${sql.ref(`${alias}.timebox`)} / 10, ${MIN_GRACE_MS})`);
@@ -228,11 +269,25 @@ const ON_UNIQUE_KEY_CONFLICT = sql`ON CONFLICT (unique_key) WHERE unique_key IS 
  * was committed by a concurrent insert after this statement began).
  */
 export async function jobInsert(db: Queryable, j: JobInsertRow, now: Date): Promise<Job | null> {
-  const rows = await prepared(db, sql<{ id: number }>`
+  const unique = j.uniqueKey !== null;
+  const values = {
+    type: j.type,
+    group: j.group,
+    args: j.args === undefined || j.args === null ? null : JSON.stringify(j.args),
+    subject: j.subject,
+    submitter: j.submitter,
+    priority: j.priority,
+    runAt: j.runAt,
+    maxAttempts: j.maxAttempts,
+    uniqueKey: j.uniqueKey,
+    timebox: j.timebox,
+    now,
+  };
+  const rows = await compiledOnce(db, unique ? 'insert+unique' : 'insert', values, (v) => sql<{ id: number }>`
     INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, created_at, updated_at)
-    VALUES (${j.type}, ${j.group}, ${json(j.args)}, ${j.subject}, ${j.submitter}, ${j.priority}, ${j.runAt}, ${j.maxAttempts},
-            ${j.uniqueKey}, ${j.timebox}, ${now}, ${now})
-    ${j.uniqueKey === null ? sql`` : ON_UNIQUE_KEY_CONFLICT}
+    VALUES (${v.type}, ${v.group}, ${v.args}::jsonb, ${v.subject}, ${v.submitter}, ${v.priority}, ${v.runAt}, ${v.maxAttempts},
+            ${v.uniqueKey}, ${v.timebox}, ${v.now}, ${v.now})
+    ${unique ? ON_UNIQUE_KEY_CONFLICT : sql``}
     RETURNING id`);
   return rows[0] ? insertedJob(j, rows[0].id, now) : null;
 }
@@ -268,21 +323,23 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsertRow[]
       timebox: j.timebox,
     })),
   );
-  const n = sql`${now}::timestamptz`;
+  const values = { input, now };
   if (!jobs.some((j) => j.uniqueKey !== null)) {
-    const rows = await prepared(db, sql<{ id: number }>`
+    const rows = await compiledOnce(db, 'insert-many', values, (v) => sql<{ id: number }>`
       INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, created_at, updated_at)
-      SELECT type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, ${n}, ${n}
-      FROM jsonb_to_recordset(${input}::jsonb) AS ${INSERT_RECORD}
+      SELECT type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, ${v.now}::timestamptz, ${v.now}::timestamptz
+      FROM jsonb_to_recordset(${v.input}::jsonb) AS ${INSERT_RECORD}
       RETURNING id`);
     if (rows.length !== jobs.length) throw new Error(`inserted ${rows.length} of ${jobs.length} jobs`);
     const ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
     return jobs.map((j, i) => insertedJob(j, ids[i]!, now));
   }
-  const rows = await prepared(db, sql<{ ord: number; id: number | null }>`
+  const rows = await compiledOnce(db, 'insert-many+unique', values, (v) => {
+    const n = sql`${v.now}::timestamptz`;
+    return sql<{ ord: number; id: number | null }>`
     WITH seq AS (SELECT pg_get_serial_sequence('job', 'id')::regclass AS s),
     input AS MATERIALIZED (
-      SELECT nextval(seq.s) AS new_id, i.* FROM seq, jsonb_to_recordset(${input}::jsonb) AS ${INSERT_RECORD}
+      SELECT nextval(seq.s) AS new_id, i.* FROM seq, jsonb_to_recordset(${v.input}::jsonb) AS ${INSERT_RECORD}
     ),
     ins AS (
       INSERT INTO job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, created_at, updated_at)
@@ -292,7 +349,8 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsertRow[]
       ${ON_UNIQUE_KEY_CONFLICT}
       RETURNING id
     )
-    SELECT i.ord, ins.id FROM input i LEFT JOIN ins ON ins.id = i.new_id`);
+    SELECT i.ord, ins.id FROM input i LEFT JOIN ins ON ins.id = i.new_id`;
+  });
   const out: (Job | null)[] = jobs.map(() => null);
   for (const r of rows) if (r.id !== null) out[r.ord] = insertedJob(jobs[r.ord]!, r.id, now);
   return out;
@@ -415,14 +473,24 @@ export interface LeaseResult {
  */
 export async function jobLease(db: Queryable, p: LeaseParams): Promise<LeaseResult> {
   if (p.slots.length === 0) return { leased: [], dropped: [] };
-  const filters: RawBuilder<unknown>[] = [];
-  if (p.types && p.types.length > 0) filters.push(sql`AND type = ANY(${[...p.types]}::text[])`);
-  if (p.groups && p.groups.length > 0) filters.push(sql`AND group_ = ANY(${[...p.groups]}::text[])`);
-  const now = sql`${p.now}::timestamptz`;
-  const slots = JSON.stringify(p.slots.map((s, i) => ({ n: i + 1, worker: s.worker, lease: s.leaseMs })));
-  const rows = await prepared(db, sql<JobRow & { task_state: unknown; dropped: boolean; slot: number | null }>`
+  const byType = p.types !== undefined && p.types.length > 0;
+  const byGroup = p.groups !== undefined && p.groups.length > 0;
+  const values = {
+    now: p.now,
+    limit: p.slots.length,
+    slots: JSON.stringify(p.slots.map((s, i) => ({ n: i + 1, worker: s.worker, lease: s.leaseMs }))),
+    types: byType ? [...p.types!] : null,
+    groups: byGroup ? [...p.groups!] : null,
+  };
+  type Row = JobRow & { task_state: unknown; dropped: boolean; slot: number | null };
+  const rows = await compiledOnce(db, `lease${byType ? '+type' : ''}${byGroup ? '+group' : ''}`, values, (v) => {
+    const filters: RawBuilder<unknown>[] = [];
+    if (byType) filters.push(sql`AND type = ANY(${v.types}::text[])`);
+    if (byGroup) filters.push(sql`AND group_ = ANY(${v.groups}::text[])`);
+    const now = sql`${v.now}::timestamptz`;
+    return sql<Row>`
     WITH slots AS MATERIALIZED (
-      SELECT * FROM jsonb_to_recordset(${slots}::jsonb) AS s(n int, worker text, lease bigint)
+      SELECT * FROM jsonb_to_recordset(${v.slots}::jsonb) AS s(n int, worker text, lease bigint)
     ),
     candidates AS MATERIALIZED (
       SELECT id, periodic_task_id, run_interval, run_tolerance, priority, run_at
@@ -431,7 +499,7 @@ export async function jobLease(db: Queryable, p: LeaseParams): Promise<LeaseResu
       -- by SQL with run_at = now() (microseconds) is runnable within the millisecond it names
       WHERE state = 'queued' AND run_at < ${now} + interval '1 millisecond' ${sql.join(filters, sql` `)}
       ORDER BY priority DESC, run_at, id
-      LIMIT ${p.slots.length}
+      LIMIT ${v.limit}
       FOR UPDATE SKIP LOCKED
     ),
     tasks AS MATERIALIZED (
@@ -501,7 +569,8 @@ export async function jobLease(db: Queryable, p: LeaseParams): Promise<LeaseResu
     )
     SELECT ${jobCols('l')}, l.task_state, l.slot, false AS dropped FROM leased l
     UNION ALL
-    SELECT ${jobCols('x')}, x.task_state, x.slot, true FROM dropped x`);
+    SELECT ${jobCols('x')}, x.task_state, x.slot, true FROM dropped x`;
+  });
 
   const leased: LeasedInSlot[] = [];
   const dropped: DroppedJob[] = [];
@@ -540,37 +609,52 @@ export type HeartbeatResult =
  */
 export async function jobHeartbeat(db: Queryable, p: HeartbeatParams): Promise<HeartbeatResult> {
   if (!isJobId(p.id)) return { outcome: 'not_found' };
-  const now = sql`${p.now}::timestamptz`;
-  const lease = p.leaseMs === undefined ? sql`coalesce(j.lease_duration, ${DEFAULT_LEASE_MS})` : sql`${p.leaseMs}::bigint`;
-  const rows = await prepared(db, sql<{
-    ok: boolean;
-    state: JobState | null;
-    lease_expires_at: Date | null;
-    deadline: Date | null;
-    periodic_task_id: string | null;
-    cur_state: JobState | null;
-    token_matches: boolean | null;
-  }>`
+  const toJson = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
+  const newLease = p.leaseMs !== undefined;
+  const newProgress = p.progress !== undefined;
+  const values = {
+    id: p.id,
+    token: p.leaseToken,
+    now: p.now,
+    leaseMs: p.leaseMs ?? null,
+    progress: toJson(p.progress),
+    saveState: p.state !== undefined,
+    state: toJson(p.state),
+  };
+  const shape = `heartbeat${newLease ? '+lease' : ''}${newProgress ? '+progress' : ''}`;
+  const rows = await compiledOnce(db, shape, values, (v) => {
+    const now = sql`${v.now}::timestamptz`;
+    const lease = newLease ? sql`${v.leaseMs}::bigint` : sql`coalesce(j.lease_duration, ${DEFAULT_LEASE_MS})`;
+    return sql<{
+      ok: boolean;
+      state: JobState | null;
+      lease_expires_at: Date | null;
+      deadline: Date | null;
+      periodic_task_id: string | null;
+      cur_state: JobState | null;
+      token_matches: boolean | null;
+    }>`
     WITH hb AS (
       UPDATE job j SET
         lease_expires_at = CASE WHEN j.state = 'running' THEN ${now} + ${ms(lease)} ELSE j.lease_expires_at END,
-        progress = ${p.progress === undefined ? sql`j.progress` : json(p.progress)},
+        progress = ${newProgress ? sql`${v.progress}::jsonb` : sql`j.progress`},
         updated_at = ${now}
-      WHERE j.id = ${p.id}::bigint AND j.lease_token = ${p.leaseToken}::uuid AND j.state IN ('running', 'cancelled')
-        AND ${withinGrace('j', p.now)}
+      WHERE j.id = ${v.id}::bigint AND j.lease_token = ${v.token}::uuid AND j.state IN ('running', 'cancelled')
+        AND ${withinGrace('j', v.now)}
       RETURNING j.id, j.state, j.lease_expires_at, j.deadline, j.periodic_task_id
     ),
     saved AS (
-      UPDATE periodic_task t SET state = ${json(p.state)}
-      FROM hb WHERE ${p.state !== undefined} AND t.id = hb.periodic_task_id
+      UPDATE periodic_task t SET state = ${v.state}::jsonb
+      FROM hb WHERE ${v.saveState}::boolean AND t.id = hb.periodic_task_id
       RETURNING t.id
     )
     SELECT hb.id IS NOT NULL AS ok, hb.state, hb.lease_expires_at, hb.deadline, hb.periodic_task_id,
-           cur.state AS cur_state, cur.lease_token = ${p.leaseToken}::uuid AS token_matches,
+           cur.state AS cur_state, cur.lease_token = ${v.token}::uuid AS token_matches,
            (SELECT count(*) FROM saved) AS saved
     FROM (SELECT 1) one
     LEFT JOIN hb ON true
-    LEFT JOIN job cur ON cur.id = ${p.id}::bigint`);
+    LEFT JOIN job cur ON cur.id = ${v.id}::bigint`;
+  });
   const r = rows[0]!;
   if (r.ok) {
     return { outcome: 'ok', state: r.state!, leaseExpiresAt: r.lease_expires_at, deadline: r.deadline, periodicTaskId: r.periodic_task_id };
@@ -657,22 +741,25 @@ export async function jobReport(
   }));
   if (input.length === 0) return results;
 
-  const n = sql`${now}::timestamptz`;
-  const requeue = sql`(j.state = 'running' AND i.outcome = 'failed' AND j.attempts < j.max_attempts)`;
-  // Without jobs in the answer, only what the statuses, the logs and the side effects need comes
-  // back: no 29-column rows to send, parse and turn into jobs (most of a batch report's cost).
-  const pick = withJobs
-    ? sql.join(
-        JOB_COLUMNS.map((c) => sql`CASE WHEN u.id IS NOT NULL THEN ${sql.ref(`u.${c}`)} ELSE ${sql.ref(`j.${c}`)} END AS ${sql.ref(c)}`),
-      )
-    : sql`coalesce(u.periodic_task_id, j.periodic_task_id) AS periodic_task_id, coalesce(u.attempts, j.attempts) AS attempts`;
-  const returning = withJobs ? jobCols('j') : sql`j.id, j.state, j.periodic_task_id, j.attempts, j.run_at`;
-  const accepted = (a: string) =>
-    sql`(${sql.ref(`${a}.state`)} = 'cancelled' OR (i.outcome = 'finished' AND ${sql.ref(`${a}.state`)} = 'finished')
-         OR (i.outcome = 'failed' AND ${sql.ref(`${a}.state`)} IN ('queued', 'failed')))`;
-  const rows = await prepared(db, sql<JobRow & { ord: number; status: ReportStatus; cur_state: JobState | null; token_matches: boolean | null }>`
+  type Row = JobRow & { ord: number; status: ReportStatus; cur_state: JobState | null; token_matches: boolean | null };
+  const values = { input: JSON.stringify(input), now };
+  const rows = await compiledOnce(db, withJobs ? 'report+jobs' : 'report', values, (v) => {
+    const n = sql`${v.now}::timestamptz`;
+    const requeue = sql`(j.state = 'running' AND i.outcome = 'failed' AND j.attempts < j.max_attempts)`;
+    // Without jobs in the answer, only what the statuses, the logs and the side effects need comes
+    // back: no 29-column rows to send, parse and turn into jobs (most of a batch report's cost).
+    const pick = withJobs
+      ? sql.join(
+          JOB_COLUMNS.map((c) => sql`CASE WHEN u.id IS NOT NULL THEN ${sql.ref(`u.${c}`)} ELSE ${sql.ref(`j.${c}`)} END AS ${sql.ref(c)}`),
+        )
+      : sql`coalesce(u.periodic_task_id, j.periodic_task_id) AS periodic_task_id, coalesce(u.attempts, j.attempts) AS attempts`;
+    const returning = withJobs ? jobCols('j') : sql`j.id, j.state, j.periodic_task_id, j.attempts, j.run_at`;
+    const accepted = (a: string) =>
+      sql`(${sql.ref(`${a}.state`)} = 'cancelled' OR (i.outcome = 'finished' AND ${sql.ref(`${a}.state`)} = 'finished')
+           OR (i.outcome = 'failed' AND ${sql.ref(`${a}.state`)} IN ('queued', 'failed')))`;
+    return sql<Row>`
     WITH input AS MATERIALIZED (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS i(
+      SELECT * FROM jsonb_to_recordset(${v.input}::jsonb) AS i(
         ord int, id bigint, token uuid, outcome text, result jsonb, error jsonb, retry_in bigint,
         has_state boolean, task_state jsonb, jitter float8)
     ),
@@ -691,8 +778,12 @@ export async function jobReport(
         lease_expires_at = NULL,
         deadline = CASE WHEN ${requeue} THEN NULL ELSE j.deadline END,
         updated_at = ${n}
-      FROM input i
-      WHERE j.id = i.id AND j.lease_token = i.token AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', now)}
+      -- several reports of one job in a batch (a worker repeating itself, or a stale and a current
+      -- holder whose requests were combined): of those carrying the job's token, the first applies.
+      -- An UPDATE changes a row once, and which joined input row it took would be up to the plan;
+      -- the others are answered below, as repeats of it or as stale
+      FROM (SELECT DISTINCT ON (x.id) x.* FROM input x JOIN job m ON m.id = x.id AND m.lease_token = x.token ORDER BY x.id, x.ord) i
+      WHERE j.id = i.id AND j.lease_token = i.token AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', v.now)}
       RETURNING ${returning}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord
     ),
     saved AS (
@@ -722,7 +813,8 @@ export async function jobReport(
     FROM input i
     LEFT JOIN upd u ON u.id = i.id
     LEFT JOIN job j ON j.id = i.id AND u.id IS NULL
-    ORDER BY i.ord`);
+    ORDER BY i.ord`;
+  });
 
   for (const r of rows) {
     const res = results[r.ord]!;

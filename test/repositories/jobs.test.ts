@@ -138,6 +138,45 @@ describe('jobReport', () => {
     );
     expect(res.map((r) => r.status)).toEqual([200, 200, 409]);
   });
+
+  it('applies the first of several reports of one job with its token, whatever the plan, over generic and custom plans', async () => {
+    // Enough rounds for PostgreSQL to move the prepared statement to its generic plan, and big
+    // enough batches for hash joins: an UPDATE … FROM joining one job to two input rows applies
+    // whichever row the plan meets first.
+    for (let round = 0; round < 8; round++) {
+      await tdb.db.pool.query('DELETE FROM job');
+      await jobInsertMany(tdb.db, Array.from({ length: 40 }, () => row({ maxAttempts: 5 })), NOW);
+      const leased = (await jobLease(tdb.db, { now: NOW, slots: Array.from({ length: 40 }, () => ({ worker: 'w', leaseMs: 60_000 })) })).leased;
+      const failedFirst = round % 2 === 0;
+      const reports = leased.flatMap((j) => {
+        const failed = { id: j.id, leaseToken: j.leaseToken, outcome: 'failed' as const, error: 'x', jitter: 1 };
+        const finished = { id: j.id, leaseToken: j.leaseToken, outcome: 'finished' as const, jitter: 1 };
+        return failedFirst ? [failed, finished] : [finished, failed];
+      });
+      const res = await jobReport(tdb.db, reports, NOW);
+      expect(res.map((r) => r.status)).toEqual(leased.flatMap(() => [200, 409]));
+      const states = await tdb.db.pool.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM job GROUP BY state');
+      expect(states.rows).toEqual([{ state: failedFirst ? 'queued' : 'finished', n: 40 }]);
+    }
+  });
+
+  it('applies the current holder\'s report when a stale holder\'s comes first in the same batch', async () => {
+    await jobInsertMany(tdb.db, [row()], NOW);
+    const [first] = (await jobLease(tdb.db, { now: NOW, slots: [{ worker: 'stale', leaseMs: 1_000 }] })).leased;
+    // the lease ran out and the job went to another worker
+    await tdb.db.pool.query(`UPDATE job SET state = 'queued', lease_token = NULL WHERE id = $1`, [first!.id]);
+    const [second] = (await jobLease(tdb.db, { now: plus(2_000), slots: [{ worker: 'current', leaseMs: 1_000 }] })).leased;
+    const res = await jobReport(
+      tdb.db,
+      [
+        { id: first!.id, leaseToken: first!.leaseToken, outcome: 'failed', error: 'late', jitter: 1 },
+        { id: second!.id, leaseToken: second!.leaseToken, outcome: 'finished', jitter: 1 },
+      ],
+      plus(2_500),
+    );
+    expect(res.map((r) => r.status)).toEqual([409, 200]);
+    expect(res[1]!.job!.state).toBe('finished');
+  });
 });
 
 describe('prepared statements', () => {
