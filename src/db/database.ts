@@ -19,6 +19,15 @@ const types = {
 export interface Db {
   readonly kysely: Kysely<Database>;
   readonly pool: pg.Pool;
+  /**
+   * The worker protocol's connections (lease, report, heartbeat, insert: the prepared statements of
+   * repositories/jobs.ts), set to plan_cache_mode = force_generic_plan. Left to choose, PostgreSQL
+   * planned the lease statement afresh on every call (its generic plan's estimates, with an unknown
+   * LIMIT, never beat the custom plans'), which cost more than executing it. Those statements'
+   * generic plans are the index plans the custom ones are; the rest of jobclock's queries (search,
+   * the scheduler) keep the default on `pool`, where values can pick partial indexes.
+   */
+  readonly protocol: pg.Pool;
   readonly url: string;
   destroy(): Promise<void>;
 }
@@ -32,30 +41,37 @@ export interface DbOptions {
 
 /** Builds the pool and the Kysely instance. Lazy: nothing connects until the first query. */
 export function createDb(options: DbOptions): Db {
-  const pool = new pg.Pool({
+  const size = options.poolSize ?? 10;
+  const protocolSize = Math.max(1, Math.ceil(size / 2));
+  const config = (max: number): pg.PoolConfig => ({
     connectionString: options.url,
-    max: options.poolSize ?? 10,
+    max,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     application_name: options.applicationName ?? 'jobclock',
     types,
   });
-  // An idle client whose server went away must not crash the process: the next query
-  // reconnects, and requests meanwhile answer 503.
+  const pool = new pg.Pool(config(Math.max(1, size - protocolSize)));
+  const protocol = new pg.Pool(config(protocolSize));
+  // queued on the new connection before any statement of the caller's
+  protocol.on('connect', (client) => void client.query('SET plan_cache_mode = force_generic_plan').catch(() => undefined));
   let destroyed = false;
-  pool.on('error', (err: Error & { code?: string }) => {
-    if (destroyed) return; // the server going away during our own shutdown is expected
-    options.logger?.warn({ err: { message: err.message, code: err.code } }, 'database connection lost; will reconnect');
-  });
+  for (const p of [pool, protocol]) {
+    p.on('error', (err: Error & { code?: string }) => {
+      if (destroyed) return; // the server going away during our own shutdown is expected
+      options.logger?.warn({ err: { message: err.message, code: err.code } }, 'database connection lost; will reconnect');
+    });
+  }
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,
     pool,
+    protocol,
     url: options.url,
     async destroy() {
       if (destroyed) return;
       destroyed = true;
-      await kysely.destroy();
+      await Promise.all([kysely.destroy(), protocol.end()]);
     },
   };
 }
@@ -112,13 +128,14 @@ export async function pingDatabase(db: Db): Promise<void> {
 
 /**
  * Runs `work` in one transaction on one connection. The Db handed to it runs its pool queries on
- * that connection (repository functions that query through `db.pool`, as prepared statements do).
+ * that connection (repository functions that query through `db.pool` or `db.protocol`, as prepared
+ * statements do).
  */
 export async function withTransaction<T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> {
   const client = await db.pool.connect();
   try {
     await client.query('BEGIN');
-    const result = await work({ ...db, pool: client as unknown as pg.Pool });
+    const result = await work({ ...db, pool: client as unknown as pg.Pool, protocol: client as unknown as pg.Pool });
     await client.query('COMMIT');
     return result;
   } catch (err) {

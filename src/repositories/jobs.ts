@@ -63,7 +63,7 @@ const compiledStatements = new Map<string, { name: string; text: string; params:
  * with slots where the per-call `values` go; later calls only fill in the slots. Building and
  * compiling the ~30-column report template took more CPU than the rest of a report request's
  * JavaScript. `build` may use its argument only as SQL values: anything that depends on a value
- * belongs in `shape`.
+ * belongs in `shape`. They run on `db.protocol`, whose connections use generic plans (see Db).
  */
 async function compiledOnce<R, V extends Record<string, unknown>>(
   db: Db,
@@ -79,7 +79,7 @@ async function compiledOnce<R, V extends Record<string, unknown>>(
     compiledStatements.set(shape, st);
   }
   const params = st.params.map((p) => (p instanceof Slot ? values[p.key] : p));
-  const result = await db.pool.query({ name: st.name, text: st.text, values: params });
+  const result = await db.protocol.query({ name: st.name, text: st.text, values: params });
   return result.rows as R[];
 }
 

@@ -110,6 +110,28 @@ describe('jobLease', () => {
   });
 });
 
+describe('plans', () => {
+  it('plans the lease once per connection (generic plans on the protocol connections), and leaves other queries to choose', async () => {
+    await jobInsertMany(tdb.db, Array.from({ length: 12 }, () => row()), NOW);
+    for (let i = 0; i < 12; i++) await jobLease(tdb.db, { now: NOW, slots: [{ worker: 'w', leaseMs: 1_000 }] });
+    const c = await tdb.db.protocol.connect();
+    try {
+      const { rows } = await c.query<{ generic_plans: string; custom_plans: string }>(
+        `SELECT generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE statement LIKE '%AS s(n int, worker text, lease bigint)%'`,
+      );
+      expect(rows.length).toBeGreaterThan(0);
+      for (const r of rows) {
+        expect(Number(r.custom_plans)).toBe(0);
+        expect(Number(r.generic_plans)).toBeGreaterThan(0);
+      }
+    } finally {
+      c.release();
+    }
+    const general = await tdb.db.pool.query<{ plan_cache_mode: string }>('SHOW plan_cache_mode');
+    expect(general.rows[0]!.plan_cache_mode).toBe('auto');
+  });
+});
+
 describe('jobReport', () => {
   it('evaluates the same backoff formula as the domain, for every attempt and jitter', async () => {
     const [job] = await jobInsertMany(tdb.db, [row({ maxAttempts: 100 })], NOW);
