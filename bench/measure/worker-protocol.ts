@@ -147,6 +147,7 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job'): Unit {
           );
           return done;
         }, warmupJobs(ctx));
+        if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
         const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
         const finished = (check.rows[0] as { n: number }).n;
         if (finished !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} reports answered 200 but ${finished} jobs are finished`);
