@@ -2,16 +2,23 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Database } from './schema.js';
+import { fastTimestamptzParser } from './timestamps.js';
 
 const INT8_OID = 20;
+const TIMESTAMPTZ_OID = 1184;
+const parseTimestamptz = fastTimestamptzParser(pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text'));
 
 /**
  * bigint columns (ids, millisecond durations, counts) come back as JavaScript numbers: every
  * value jobclock stores stays far below 2^53. Job ids are turned into strings at the API edge.
+ * timestamptz values go through a parser for the common text form (see timestamps.ts).
  */
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === INT8_OID && format !== 'binary') return (value: string) => Number(value);
+    if (format !== 'binary') {
+      if (oid === INT8_OID) return (value: string) => Number(value);
+      if (oid === TIMESTAMPTZ_OID) return parseTimestamptz;
+    }
     return pg.types.getTypeParser(oid, format as 'text');
   },
 };
