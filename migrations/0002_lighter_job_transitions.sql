@@ -12,3 +12,8 @@
 DROP INDEX job_state_idx;
 DROP INDEX job_type_idx;
 CREATE INDEX job_attention_idx ON job (state, type, id) WHERE state IN ('failed', 'dropped', 'cancelled');
+
+-- The concurrency policies look for open jobs of one periodic task. The index held every open
+-- job, so each insert and each lease of a job without a task wrote an entry nobody looks up.
+DROP INDEX job_open_by_task_idx;
+CREATE INDEX job_open_by_task_idx ON job (periodic_task_id) WHERE periodic_task_id IS NOT NULL AND state IN ('queued', 'running');
