@@ -7,11 +7,11 @@
 --
 -- Search without them: a state filter on queued or running jobs uses the lease and lease-expiry
 -- indexes; a filter on finished jobs (most of the table) walks the primary key newest first and
--- stops at the page size; the states that need attention get the index below, which the hot path
--- (queued → running → finished) never touches.
+-- stops at the page size; the states that need attention get the index below (newest first, a type
+-- filter checked on its rows), which the hot path (queued → running → finished) never touches.
 DROP INDEX job_state_idx;
 DROP INDEX job_type_idx;
-CREATE INDEX job_attention_idx ON job (state, type, id) WHERE state IN ('failed', 'dropped', 'cancelled');
+CREATE INDEX job_attention_idx ON job (state, id) WHERE state IN ('failed', 'dropped', 'cancelled');
 
 -- The concurrency policies look for open jobs of one periodic task. The index held every open
 -- job, so each insert and each lease of a job without a task wrote an entry nobody looks up.
