@@ -17,24 +17,6 @@ import { formatDuration, MS_PER_HOUR, MS_PER_SECOND } from './duration.js';
 export const JOB_STATES = ['queued', 'running', 'finished', 'failed', 'dropped', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
-export const FINAL_STATES: readonly JobState[] = ['finished', 'failed', 'dropped', 'cancelled'];
-
-export const isFinal = (s: JobState): boolean => FINAL_STATES.includes(s);
-
-/** Every move a job can make, and what makes it. */
-export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
-  queued: ['running', 'dropped', 'cancelled'],
-  running: ['finished', 'queued', 'failed', 'cancelled'],
-  finished: [],
-  failed: ['queued'],
-  dropped: ['queued'],
-  cancelled: ['queued'],
-};
-
-export function canTransition(from: JobState, to: JobState): boolean {
-  return TRANSITIONS[from].includes(to);
-}
-
 export const DEFAULT_MAX_ATTEMPTS = 3;
 /** Jobs of periodic tasks get one attempt: the next run is the retry. */
 export const PERIODIC_MAX_ATTEMPTS = 1;

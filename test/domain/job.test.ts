@@ -4,12 +4,8 @@ import {
   BACKOFF_MAX_MS,
   backoffJitter,
   backoffMs,
-  canTransition,
   deadlineOf,
   earliestStart,
-  FINAL_STATES,
-  isFinal,
-  JOB_STATES,
   reapDecision,
   retryDelayMs,
   shouldCancel,
@@ -91,20 +87,6 @@ describe('the drop check of policy allow', () => {
     expect(shouldDrop(at('00:02:30'), at('00:01:35'), interval, tolerance)).toBe(false);
     // Nuntium timeline 1: lastRun 00:35, A2 begins 01:32 (57 s ≥ 55 s)
     expect(shouldDrop(at('00:01:32'), at('00:00:35'), interval, tolerance)).toBe(false);
-  });
-});
-
-describe('job states', () => {
-  it('lets only retry move a job out of a final state', () => {
-    for (const s of FINAL_STATES) {
-      expect(isFinal(s)).toBe(true);
-      for (const to of JOB_STATES) expect(canTransition(s, to)).toBe(s !== 'finished' && to === 'queued');
-    }
-  });
-
-  it('moves queued jobs to running, dropped or cancelled and running jobs to any outcome', () => {
-    expect(JOB_STATES.filter((to) => canTransition('queued', to))).toEqual(['running', 'dropped', 'cancelled']);
-    expect(JOB_STATES.filter((to) => canTransition('running', to))).toEqual(['queued', 'finished', 'failed', 'cancelled']);
   });
 });
 

@@ -1,6 +1,6 @@
 /** The job statements on their own, on a real database. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { retryDelayMs } from '../../src/domain/job.js';
+import { deadlineOf, retryDelayMs, shouldDrop } from '../../src/domain/job.js';
 import {
   type JobInsertRow,
   jobDeleteOld,
@@ -12,6 +12,7 @@ import {
   jobReport,
   likePattern,
 } from '../../src/repositories/jobs.js';
+import { insertTask, insertTaskJob } from '../http/jobs-support.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 const NOW = new Date('2026-11-20T09:00:00.000Z');
@@ -107,6 +108,35 @@ describe('jobLease', () => {
       [low!.id, 1, 'second', plus(20_000), null],
     ]);
     expect(new Set(r.leased.map((j) => j.leaseToken)).size).toBe(2);
+  });
+});
+
+describe('jobLease and the domain rules', () => {
+  it('drops exactly the runs shouldDrop drops, and sets the deadline deadlineOf gives', async () => {
+    const interval = 60_000;
+    const tolerance = 5_000;
+    const lastRun = plus(-60_000);
+    // around lastRun + interval − tolerance = NOW − 5 s, and a first run (no lastRun)
+    const cases: [offsetMs: number, last: Date | null][] = [
+      [-32_000, lastRun],
+      [-5_001, lastRun],
+      [-5_000, lastRun],
+      [-4_999, lastRun],
+      [-3_000, lastRun],
+      [60_000, lastRun],
+      [-59_000, null],
+    ];
+    for (const [i, [offset, last]] of cases.entries()) {
+      await tdb.db.pool.query('DELETE FROM job');
+      const id = `drop-check-${i}`;
+      await insertTask(tdb.db, { id, lastRun: last, policy: 'allow' });
+      const now = plus(offset);
+      await insertTaskJob(tdb.db, { taskId: id, runAt: plus(-60_000), intervalMs: interval, toleranceMs: tolerance, timeboxMs: 30_000 });
+      const r = await jobLease(tdb.db, { now, slots: [{ worker: 'w', leaseMs: 10_000 }] });
+      const expected = shouldDrop(now, last, interval, tolerance);
+      expect(r.dropped.length, `now = lastRun + ${now.getTime() - (last?.getTime() ?? Number.NaN)} ms`).toBe(expected ? 1 : 0);
+      expect(r.leased.map((j) => j.deadline)).toEqual(expected ? [] : [deadlineOf(now, 30_000)]);
+    }
   });
 });
 
