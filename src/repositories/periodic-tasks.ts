@@ -176,21 +176,29 @@ export async function taskTakeDue(
   db: Q,
   p: { now: Date; staleBefore: Date; limit: number },
 ): Promise<DueTask[]> {
-  const { rows } = await sql<DueTask>`
+  const { rows } = await sql<Omit<DueTask, 'open_job_id'>>`
     SELECT t.id, t.timer, t.timezone, t.created, t.first_run_at, t.tolerance, t.timebox,
-           t.concurrency_policy, t.nextrun,
-           CASE WHEN t.concurrency_policy = 'forbid' THEN
-             (SELECT j.id FROM job j
-               WHERE j.periodic_task_id = t.id AND j.state IN ('queued', 'running')
-               LIMIT 1)
-           END AS open_job_id
+           t.concurrency_policy, t.nextrun
       FROM periodic_task t
      WHERE t.enabled AND t.nextrun <= ${p.now}
        AND (t.marked IS NULL OR t.marked <= ${p.staleBefore})
      ORDER BY t.nextrun
      LIMIT ${p.limit}
        FOR UPDATE OF t SKIP LOCKED`.execute(db);
-  return rows;
+  // The open jobs of the forbid tasks, in one statement for the whole batch. As a subquery per
+  // task it was planned with the job table's statistics, and while those said "empty" (a new
+  // database, or before autovacuum's first look) each of a batch's thousand subqueries scanned
+  // the whole table, which the other lanes were filling at the same moment.
+  const forbid = rows.filter((r) => r.concurrency_policy === 'forbid').map((r) => r.id);
+  const open = new Map<string, number>();
+  if (forbid.length > 0) {
+    const found = await sql<{ periodic_task_id: string; id: number }>`
+      SELECT DISTINCT ON (periodic_task_id) periodic_task_id, id FROM job
+       WHERE periodic_task_id = ANY(${forbid}::text[]) AND state IN ('queued', 'running')
+       ORDER BY periodic_task_id, id`.execute(db);
+    for (const r of found.rows) open.set(r.periodic_task_id, r.id);
+  }
+  return rows.map((r) => ({ ...r, open_job_id: open.get(r.id) ?? null }));
 }
 
 /** Clears every mark of `worker` (scheduler stop). */
