@@ -62,6 +62,8 @@ export function createDb(options: DbOptions): Db {
   const protocol = new pg.Pool(config(protocolSize));
   // queued on the new connection before any statement of the caller's
   protocol.on('connect', (client) => void client.query('SET plan_cache_mode = force_generic_plan').catch(() => undefined));
+  // An idle client whose server went away must not crash the process: the next query
+  // reconnects, and requests meanwhile answer 503.
   let destroyed = false;
   for (const p of [pool, protocol]) {
     p.on('error', (err: Error & { code?: string }) => {
