@@ -781,8 +781,9 @@ export async function jobReport(
       -- several reports of one job in a batch (a worker repeating itself, or a stale and a current
       -- holder whose requests were combined): of those carrying the job's token, the first applies.
       -- An UPDATE changes a row once, and which joined input row it took would be up to the plan;
-      -- the others are answered below, as repeats of it or as stale
-      FROM (SELECT DISTINCT ON (x.id) x.* FROM input x JOIN job m ON m.id = x.id AND m.lease_token = x.token ORDER BY x.id, x.ord) i
+      -- keeping the first per job and token leaves one row that can match. The others are answered
+      -- below, as repeats of it or as stale
+      FROM (SELECT DISTINCT ON (id, token) * FROM input ORDER BY id, token, ord) i
       WHERE j.id = i.id AND j.lease_token = i.token AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', v.now)}
       RETURNING ${returning}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord
     ),
