@@ -813,7 +813,9 @@ export async function jobReport(
            ${pick}
     FROM input i
     LEFT JOIN upd u ON u.id = i.id
-    LEFT JOIN job j ON j.id = i.id AND u.id IS NULL
+    -- the job as it is, only for reports that changed nothing: the condition on u gates the lookup
+    -- (OFFSET 0 keeps the planner from folding it into a join filter checked after the lookup)
+    LEFT JOIN LATERAL (SELECT * FROM job WHERE job.id = i.id AND u.id IS NULL OFFSET 0) j ON true
     ORDER BY i.ord`;
   });
 
