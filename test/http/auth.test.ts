@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Role } from '../../src/config.js';
+import { tokenMatcher } from '../../src/http/auth.js';
 import { bearer, createTestApp, TOKENS } from '../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
@@ -100,5 +101,22 @@ describe('auth', () => {
     const norm = (u: string) => u.split('?')[0]!.replace(/\/(t1|1)(?=\/|$)/, '/{id}');
     const tested = [...new Set(MATRIX.map(([m, u]) => `${m} ${norm(u)}`))].sort();
     expect(tested).toEqual(documented);
+  });
+});
+
+describe('tokenMatcher', () => {
+  const match = tokenMatcher([
+    { role: 'admin', token: 'a-secret-token-for-admin' },
+    { role: 'worker', token: 'a-secret-token-for-worker' },
+  ]);
+
+  it('finds the role of each token the first time and again, and nothing for near misses before or after', () => {
+    for (let round = 0; round < 3; round++) {
+      expect(match('a-secret-token-for-worker')).toBe('worker');
+      expect(match('a-secret-token-for-admin')).toBe('admin');
+      for (const wrong of ['a-secret-token-for-worke', 'a-secret-token-for-workers', 'A-secret-token-for-worker', '', 'worker']) {
+        expect(match(wrong), wrong).toBeNull();
+      }
+    }
   });
 });
