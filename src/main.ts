@@ -4,7 +4,7 @@ import { buildApp } from './app.js';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { EmbeddedStartError } from './db/embedded.js';
-import { knownMigrations } from './db/migrate.js';
+import { knownMigrations, MigrationChangedError } from './db/migrate.js';
 import { Notifications } from './db/notifications.js';
 import { createLogger } from './logger.js';
 import { migrateWithRetry, openRuntime } from './runtime.js';
@@ -85,6 +85,7 @@ async function main(): Promise<void> {
 main().catch((err: unknown) => {
   const message = err instanceof Error ? err.message : String(err);
   process.stderr.write(`jobclock: failed to start: ${message}\n`);
-  if (!(err instanceof EmbeddedStartError) && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+  const known = err instanceof EmbeddedStartError || err instanceof MigrationChangedError;
+  if (!known && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
   process.exit(1);
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -39,18 +40,76 @@ export async function knownMigrations(): Promise<string[]> {
   return Object.keys(await new SqlFileMigrationProvider().getMigrations());
 }
 
+const CHECKSUMS = 'jobclock_migration_checksum';
+
+/** An applied migration's file changed: the operator must restore it (main.ts prints no stack). */
+export class MigrationChangedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MigrationChangedError';
+  }
+}
+
+/** SHA-256 of a migration's text, line endings normalised (a checkout with CRLF is the same file). */
+export function migrationChecksum(text: string): string {
+  return createHash('sha256').update(text.replace(/\r\n/g, '\n')).digest('hex');
+}
+
+async function readChecksums(dir: string): Promise<Map<string, string>> {
+  const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f));
+  const sums = new Map<string, string>();
+  for (const f of files) sums.set(f.replace(/\.sql$/, ''), migrationChecksum(await readFile(path.join(dir, f), 'utf8')));
+  return sums;
+}
+
+/**
+ * Migrations are never edited once released: a file whose text differs from the one applied to
+ * this database would leave the schema different from what the code expects, and show up later as
+ * errors far from their cause. Each applied migration's checksum is recorded (for databases
+ * migrated before checksums were kept: at the first start that sees them), and a start whose file
+ * differs from the recorded one stops with a message.
+ */
+async function checkApplied(db: Kysely<Database>, sums: Map<string, string>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(hashtext(${CHECKSUMS}))`.execute(trx);
+    await sql`CREATE TABLE IF NOT EXISTS ${sql.table(CHECKSUMS)} (
+      name text PRIMARY KEY, sha256 text NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now())`.execute(trx);
+    const migrated = await sql<{ present: boolean }>`SELECT to_regclass('kysely_migration') IS NOT NULL AS present`.execute(trx);
+    if (!migrated.rows[0]?.present) return;
+    const { rows } = await sql<{ name: string; sha256: string | null }>`
+      SELECT m.name, c.sha256 FROM kysely_migration m LEFT JOIN ${sql.table(CHECKSUMS)} c ON c.name = m.name ORDER BY m.name`.execute(trx);
+    for (const r of rows) {
+      const now = sums.get(r.name);
+      if (now === undefined) continue; // applied by a newer release; isSchemaCurrent and readiness speak of it
+      if (r.sha256 === null) {
+        await sql`INSERT INTO ${sql.table(CHECKSUMS)} (name, sha256) VALUES (${r.name}, ${now}) ON CONFLICT (name) DO NOTHING`.execute(trx);
+      } else if (r.sha256 !== now) {
+        throw new MigrationChangedError(
+          `migration ${r.name} was changed after it was applied to this database (its checksum differs). ` +
+            'Released migrations are never edited: restore the file as it was, or start from a new database.',
+        );
+      }
+    }
+  });
+}
+
 /**
  * Applies pending migrations. Safe with several instances starting at once: Kysely's migrator
- * takes an advisory lock. Returns the names applied by this call.
+ * takes an advisory lock. Before, checks that the migrations already applied are the files
+ * this build carries; after, records the checksums of what it applied. Returns the names applied
+ * by this call.
  */
-export async function migrateToLatest(db: Kysely<Database>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider() });
+export async function migrateToLatest(db: Kysely<Database>, dir: string = migrationsDir()): Promise<string[]> {
+  const sums = await readChecksums(dir);
+  await checkApplied(db, sums);
+  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider(dir) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
     const cause = error instanceof Error ? error : new Error(String(error));
     throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${cause.message}`, { cause });
   }
+  await checkApplied(db, sums);
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 

@@ -1,0 +1,59 @@
+/** Migration checksums: an applied migration whose file changed stops the start. */
+import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { migrateToLatest, migrationsDir } from '../../src/db/migrate.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+
+let tdb: TestDatabase;
+let tmp: string;
+beforeAll(async () => {
+  tdb = await createTestDatabase(2);
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'jobclock-migrations-'));
+});
+afterAll(async () => {
+  await tdb?.destroy();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+async function copyMigrations(name: string, edit: (file: string, text: string) => string): Promise<string> {
+  const dir = path.join(tmp, name);
+  await cp(migrationsDir(), dir, { recursive: true });
+  for (const f of await readdir(dir)) await writeFile(path.join(dir, f), edit(f, await readFile(path.join(dir, f), 'utf8')));
+  return dir;
+}
+
+const recorded = async () =>
+  (await tdb.db.pool.query<{ name: string }>('SELECT name FROM jobclock_migration_checksum ORDER BY name')).rows.map((r) => r.name);
+
+it('records the checksum of every applied migration, and starts again with the same files', async () => {
+  const files = (await readdir(migrationsDir())).filter((f) => f.endsWith('.sql')).map((f) => f.replace(/\.sql$/, ''));
+  expect(await recorded()).toEqual(files.sort());
+  expect(await migrateToLatest(tdb.db.kysely)).toEqual([]);
+});
+
+it('refuses to go on when an applied migration was edited, naming it and what to do', async () => {
+  const dir = await copyMigrations('edited', (f, text) => (f.startsWith('0001_') ? `${text}\n-- an edit\n` : text));
+  const err = await migrateToLatest(tdb.db.kysely, dir).then(
+    () => null,
+    (e: unknown) => e as Error,
+  );
+  expect(err?.message).toMatch(/^migration 0001_periodic_task_and_job was changed after it was applied to this database/);
+  expect(err?.message).toMatch(/restore the file as it was, or start from a new database/);
+  // not mistaken for an unreachable database, which the start retries
+  expect(err?.message).not.toMatch(/connect/i);
+});
+
+it('takes a checkout with CRLF line endings for the same files', async () => {
+  const dir = await copyMigrations('crlf', (_f, text) => text.replace(/\n/g, '\r\n'));
+  expect(await migrateToLatest(tdb.db.kysely, dir)).toEqual([]);
+});
+
+it('records the checksums of a database migrated before they were kept, at its next start', async () => {
+  await tdb.db.pool.query('DROP TABLE jobclock_migration_checksum');
+  expect(await migrateToLatest(tdb.db.kysely)).toEqual([]);
+  expect((await recorded()).length).toBeGreaterThan(0);
+  const dir = await copyMigrations('edited-later', (f, text) => (f.startsWith('0002_') ? text.replace('DROP INDEX job_state_idx;', 'DROP INDEX job_state_idx ;') : text));
+  await expect(migrateToLatest(tdb.db.kysely, dir)).rejects.toThrow(/migration 0002_lighter_job_transitions was changed/);
+});
