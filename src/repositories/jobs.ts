@@ -479,29 +479,43 @@ export async function jobLease(db: Queryable, p: LeaseParams): Promise<LeaseResu
     now: p.now,
     limit: p.slots.length,
     slots: JSON.stringify(p.slots.map((s, i) => ({ n: i + 1, worker: s.worker, lease: s.leaseMs }))),
-    types: byType ? [...p.types!] : null,
+    types: byType ? [...new Set(p.types)] : null,
     groups: byGroup ? [...p.groups!] : null,
   };
   type Row = JobRow & { task_state: unknown; dropped: boolean; slot: number | null };
   const rows = await compiledOnce(db, `lease${byType ? '+type' : ''}${byGroup ? '+group' : ''}`, values, (v) => {
-    const filters: RawBuilder<unknown>[] = [];
-    if (byType) filters.push(sql`AND type = ANY(${v.types}::text[])`);
-    if (byGroup) filters.push(sql`AND group_ = ANY(${v.groups}::text[])`);
     const now = sql`${v.now}::timestamptz`;
+    const byGroupSql = byGroup ? sql`AND group_ = ANY(${v.groups}::text[])` : sql``;
+    // runnable at millisecond precision, the precision of jobclock's clock and API: a job inserted
+    // by SQL with run_at = now() (microseconds) is runnable within the millisecond it names
+    const runnable = sql`state = 'queued' AND run_at < ${now} + interval '1 millisecond' ${byGroupSql}`;
+    const columns = sql`id, periodic_task_id, run_interval, run_tolerance, priority, run_at`;
+    // With types, each type is claimed from its own index (job_lease_type_idx, already in claim
+    // order) and the best of them are kept. One scan of the lease index filtered by type walked
+    // past every queued job of other types first: 50,000 rows (14 ms) for a rare type behind a
+    // backlog. A type's rows that lose to another type's stay locked only until this statement
+    // commits.
+    const candidates = byType
+      ? sql`SELECT c.* FROM unnest(${v.types}::text[]) AS t(type)
+            CROSS JOIN LATERAL (
+              SELECT ${columns} FROM job
+              WHERE ${runnable} AND job.type = t.type
+              ORDER BY priority DESC, run_at, id
+              LIMIT ${v.limit}
+              FOR UPDATE SKIP LOCKED
+            ) c
+            ORDER BY c.priority DESC, c.run_at, c.id
+            LIMIT ${v.limit}`
+      : sql`SELECT ${columns} FROM job
+            WHERE ${runnable}
+            ORDER BY priority DESC, run_at, id
+            LIMIT ${v.limit}
+            FOR UPDATE SKIP LOCKED`;
     return sql<Row>`
     WITH slots AS MATERIALIZED (
       SELECT * FROM jsonb_to_recordset(${v.slots}::jsonb) AS s(n int, worker text, lease bigint)
     ),
-    candidates AS MATERIALIZED (
-      SELECT id, periodic_task_id, run_interval, run_tolerance, priority, run_at
-      FROM job
-      -- runnable at millisecond precision, the precision of jobclock's clock and API: a job inserted
-      -- by SQL with run_at = now() (microseconds) is runnable within the millisecond it names
-      WHERE state = 'queued' AND run_at < ${now} + interval '1 millisecond' ${sql.join(filters, sql` `)}
-      ORDER BY priority DESC, run_at, id
-      LIMIT ${v.limit}
-      FOR UPDATE SKIP LOCKED
-    ),
+    candidates AS MATERIALIZED (${candidates}),
     tasks AS MATERIALIZED (
       SELECT t.id, t.last_run, t.state
       FROM periodic_task t

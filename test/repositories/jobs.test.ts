@@ -111,6 +111,31 @@ describe('jobLease', () => {
   });
 });
 
+describe('jobLease with types', () => {
+  it('claims a rare type from its own index, in claim order across types, without walking the backlog of others', async () => {
+    const one = tdb.connect(2); // its protocol pool is one connection: the statistics flushed below are its own
+    await jobInsertMany(tdb.db, Array.from({ length: 5_000 }, () => row({ type: 'backlog' })), NOW);
+    await jobInsertMany(tdb.db, [row({ type: 'rare', runAt: plus(-2) }), row({ type: 'rare', priority: 5 }), row({ type: 'other', runAt: plus(-1) })], NOW);
+    await tdb.db.pool.query('ANALYZE job'); // the planner knows the rare type is rare, and still must not walk the backlog
+    const indexReads = async () => {
+      await one.protocol.query('SELECT pg_stat_force_next_flush()');
+      await one.protocol.query('SELECT pg_stat_clear_snapshot()');
+      const { rows } = await one.protocol.query<{ n: string }>(
+        `SELECT coalesce(sum(idx_tup_read), 0)::text AS n FROM pg_stat_user_indexes WHERE indexrelname = 'job_lease_idx'`,
+      );
+      return Number(rows[0]!.n);
+    };
+    const before = await indexReads();
+    const r = await jobLease(one, { now: NOW, types: ['rare', 'other', 'rare'], slots: Array.from({ length: 5 }, () => ({ worker: 'w', leaseMs: 1_000 })) });
+    expect(r.leased.map((j) => [j.type, j.priority, j.runAt])).toEqual([
+      ['rare', 5, NOW],
+      ['rare', 0, plus(-2)],
+      ['other', 0, plus(-1)],
+    ]);
+    expect((await indexReads()) - before).toBeLessThan(100);
+  });
+});
+
 describe('jobLease and the domain rules', () => {
   it('drops exactly the runs shouldDrop drops, and sets the deadline deadlineOf gives', async () => {
     const interval = 60_000;
