@@ -194,14 +194,15 @@ describe('long-poll', () => {
     try {
       await waiting(a, 50);
       await sleep(100);
-      // every statement of an instance checks a connection out of its pool first
+      // every statement of an instance checks a connection out of one of its two pools first
       let checkouts = 0;
       const count = () => void checkouts++;
-      for (const api of [a, b]) api.stack.ctx.db.pool.on('acquire', count);
+      const pools = [a, b].flatMap((api) => [api.stack.ctx.db.pool, api.stack.ctx.db.protocol]);
+      for (const p of pools) p.on('acquire', count);
       const leaser = { ...a.stack.services.jobs.leaser.stats };
       const hub = { ...a.stack.services.jobs.waiters.stats };
       await sleep(1_500);
-      for (const api of [a, b]) api.stack.ctx.db.pool.removeListener('acquire', count);
+      for (const p of pools) p.removeListener('acquire', count);
       expect(checkouts).toBe(0);
       expect(a.stack.services.jobs.leaser.stats.statements).toBe(leaser.statements);
       expect(a.stack.services.jobs.waiters.stats.earliestQueries).toBe(hub.earliestQueries);
