@@ -15,6 +15,7 @@ import {
   type JobState,
   type LeasedJob,
   MIN_GRACE_MS,
+  type RunningJobFacts,
   type SystemJobError,
 } from '../domain/job.js';
 
@@ -217,18 +218,10 @@ const JOBS_CHANNEL = sql.lit(CHANNELS.jobs);
 // Insert
 
 /** A job ready to insert: defaults applied, durations in ms. */
-export interface JobInsertRow {
-  type: string;
-  group: string;
-  args: unknown;
-  subject: string | null;
-  submitter: string | null;
-  priority: number;
-  runAt: Date;
-  maxAttempts: number;
-  uniqueKey: string | null;
-  timebox: number | null;
-}
+export type JobInsertRow = Pick<
+  Job,
+  'type' | 'group' | 'args' | 'subject' | 'submitter' | 'priority' | 'runAt' | 'maxAttempts' | 'uniqueKey' | 'timebox'
+>;
 
 /** The job a row becomes when inserted with `id` at `now` (every column is set by the INSERT). */
 function insertedJob(j: JobInsertRow, id: number | string, now: Date): Job {
@@ -959,15 +952,9 @@ export async function jobPatch(db: Queryable, id: string, patch: JobPatch, now: 
 // ---------------------------------------------------------------------------------------------
 // The LeaseReaper
 
-export interface OverdueJob {
+export interface OverdueJob extends RunningJobFacts {
   id: string;
   leaseToken: string;
-  attempts: number;
-  maxAttempts: number;
-  worker: string | null;
-  leaseExpiresAt: Date | null;
-  deadline: Date | null;
-  timebox: number | null;
   periodicTaskId: string | null;
 }
 

@@ -85,6 +85,13 @@ function columns(v: Partial<TaskValues>) {
 /** Wakes the PeriodicScheduler of every instance (delivered when the transaction commits). */
 const notifyTasks = sql<string>`pg_notify(${CHANNELS.tasks}, '')`;
 
+/** A task row returned next to the notification that told the schedulers about it. */
+function withoutNotified(row: TaskRow & { _notified?: unknown }): TaskRow {
+  const { _notified, ...rest } = row;
+  void _notified;
+  return rest;
+}
+
 /** Inserts a task; null when the id is taken. Notifies the schedulers. */
 export async function taskInsert(db: Q, id: string, values: TaskValues, now: Date): Promise<TaskRow | null> {
   const row = await db
@@ -94,10 +101,7 @@ export async function taskInsert(db: Q, id: string, values: TaskValues, now: Dat
     .returningAll()
     .returning(notifyTasks.as('_notified'))
     .executeTakeFirst();
-  if (!row) return null;
-  const { _notified, ...rest } = row as TaskRow & { _notified: unknown };
-  void _notified;
-  return rest;
+  return row ? withoutNotified(row) : null;
 }
 
 export async function taskGet(db: Q, id: string, options: { forUpdate?: boolean } = {}): Promise<TaskRow | null> {
@@ -134,10 +138,7 @@ export async function taskPatch(db: Q, id: string, values: Partial<TaskValues>, 
     .returningAll()
     .returning(notifyTasks.as('_notified'))
     .executeTakeFirst();
-  if (!row) return null;
-  const { _notified, ...rest } = row as TaskRow & { _notified: unknown };
-  void _notified;
-  return rest;
+  return row ? withoutNotified(row) : null;
 }
 
 export async function taskDelete(db: Q, id: string): Promise<boolean> {

@@ -34,7 +34,6 @@ import {
   jobRetry,
   jobSearch,
   type ReportInput,
-  type ReportOutcome,
   type ReportResult,
 } from '../repositories/jobs.js';
 import type { ServiceContext } from './context.js';
@@ -66,15 +65,8 @@ export interface HeartbeatAnswer {
   cancel: boolean;
 }
 
-export interface ReportRequest {
-  id: string;
-  leaseToken: string;
-  outcome: ReportOutcome;
-  result?: unknown;
-  error?: unknown;
-  retryInMs?: number | undefined;
-  state?: unknown;
-}
+/** A worker's report as it arrives; the service draws the backoff's jitter for it. */
+export type ReportRequest = Omit<ReportInput, 'jitter'>;
 
 export interface ReportAnswer {
   id: string;
