@@ -2,6 +2,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { PeriodicScheduler } from '../../src/scheduler/periodic-scheduler.js';
+import type { JobRow } from '../../src/repositories/jobs.js';
 import type { TaskCreateInput } from '../../src/services/periodic-tasks.js';
 import { createTestStack, type TestStack } from '../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -15,24 +16,12 @@ let stack: TestStack;
 let scheduler: PeriodicScheduler;
 const clock = new ManualClock(T0);
 
-interface JobRowLite {
-  id: string;
-  type: string;
-  group_: string;
-  args: unknown;
-  subject: string | null;
-  submitter: string | null;
-  priority: number;
-  state: string;
-  run_at: Date;
-  max_attempts: number;
-  periodic_task_id: string | null;
-  scheduled_at: Date | null;
-  timebox: number | null;
-  run_interval: number | null;
-  run_tolerance: number | null;
-  created_at: Date;
-}
+/** The columns of a job row these tests read (id as text). */
+type JobRowLite = Pick<
+  JobRow,
+  | 'type' | 'group_' | 'args' | 'subject' | 'submitter' | 'priority' | 'state' | 'run_at' | 'max_attempts'
+  | 'periodic_task_id' | 'scheduled_at' | 'timebox' | 'run_interval' | 'run_tolerance' | 'created_at'
+> & { id: string };
 
 async function jobsOf(taskId: string): Promise<JobRowLite[]> {
   const { rows } = await tdb.db.pool.query<JobRowLite>(
