@@ -37,29 +37,37 @@ async function loops(ctx: BenchContext, clients: number, n: number, timebox: num
   return { done: t.done, ms: t.ms, cpu: t.cpu };
 }
 
+/**
+ * A producer against a fresh jobclock: `clients` loops sharing `n` operations over as many
+ * keep-alive connections; `op` sends one request and returns the jobs it created.
+ */
+async function jobclockProducer(ctx: BenchContext, clients: number, n: number, op: (c: HttpClient, i: number) => Promise<number>) {
+  const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
+  let client: HttpClient | null = null;
+  try {
+    const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
+    await db.settle();
+    const c = new HttpClient(base, tokenOf('producer'), clients);
+    client = c;
+    return await loops(ctx, clients, n, timeboxMs(ctx), (i) => op(c, i));
+  } finally {
+    client?.close();
+    await ctx.host.close().catch(() => undefined);
+    await db.retire();
+  }
+}
+
 export const postJobs: Unit = {
   key: 'd.post',
   guardMs: (ctx) => timeboxMs(ctx) + 45_000,
   async run(ctx) {
-    const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
-    let client: HttpClient | null = null;
-    try {
-      const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
-      await db.settle();
-      const c = new HttpClient(base, tokenOf('producer'), CLIENTS);
-      client = c;
-      const n = singleJobs(ctx);
-      const { done, ms, cpu } = await loops(ctx, CLIENTS, n, timeboxMs(ctx), async (i) => {
-        const res = await c.post('/jobs', { type: 'bench', args: { n: i } });
-        if (res.status !== 201) throw unexpected('POST /jobs', res);
-        return 1;
-      });
-      return rate(done, ms, n, cpu);
-    } finally {
-      client?.close();
-      await ctx.host.close().catch(() => undefined);
-      await db.retire();
-    }
+    const n = singleJobs(ctx);
+    const { done, ms, cpu } = await jobclockProducer(ctx, CLIENTS, n, async (c, i) => {
+      const res = await c.post('/jobs', { type: 'bench', args: { n: i } });
+      if (res.status !== 201) throw unexpected('POST /jobs', res);
+      return 1;
+    });
+    return rate(done, ms, n, cpu);
   },
 };
 
@@ -91,28 +99,16 @@ export const postBatch: Unit = {
   key: 'd.batch',
   guardMs: (ctx) => timeboxMs(ctx) + 45_000,
   async run(ctx) {
-    const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
-    let client: HttpClient | null = null;
-    try {
-      const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
-      await db.settle();
-      const c = new HttpClient(base, tokenOf('producer'), 1);
-      client = c;
-      const batches = Math.ceil(batchJobs(ctx) / BATCH);
-      const { done, ms, cpu } = await loops(ctx, 1, batches, timeboxMs(ctx), async (b) => {
-        const jobs = Array.from({ length: BATCH }, (_, k) => ({ type: 'bench', args: { n: b * BATCH + k } }));
-        const res = await c.post('/jobs/batch', { jobs });
-        if (res.status !== 201) throw unexpected('POST /jobs/batch', res);
-        const created = (res.body as { jobs?: unknown[] }).jobs;
-        if (!Array.isArray(created) || created.length !== BATCH) throw new Error('POST /jobs/batch: 201 without 1000 jobs');
-        return BATCH;
-      });
-      return rate(done, ms, batches * BATCH, cpu);
-    } finally {
-      client?.close();
-      await ctx.host.close().catch(() => undefined);
-      await db.retire();
-    }
+    const batches = Math.ceil(batchJobs(ctx) / BATCH);
+    const { done, ms, cpu } = await jobclockProducer(ctx, 1, batches, async (c, b) => {
+      const jobs = Array.from({ length: BATCH }, (_, k) => ({ type: 'bench', args: { n: b * BATCH + k } }));
+      const res = await c.post('/jobs/batch', { jobs });
+      if (res.status !== 201) throw unexpected('POST /jobs/batch', res);
+      const created = (res.body as { jobs?: unknown[] }).jobs;
+      if (!Array.isArray(created) || created.length !== BATCH) throw new Error('POST /jobs/batch: 201 without 1000 jobs');
+      return BATCH;
+    });
+    return rate(done, ms, batches * BATCH, cpu);
   },
 };
 
