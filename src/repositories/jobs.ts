@@ -19,31 +19,8 @@ import {
   type SystemJobError,
 } from '../domain/job.js';
 
-/** The database: Kysely for most statements, the pool for the hot ones (see `prepared`). */
+/** The database: Kysely for most statements, the protocol pool for the hot ones (see `compiledOnce`). */
 export type Queryable = Db;
-
-const statementNames = new Map<string, string>();
-
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    name = `jc_${createHash('sha1').update(text).digest('base64url').slice(0, 24)}`;
-    statementNames.set(text, name);
-  }
-  return name;
-}
-
-/**
- * Runs a statement as a named prepared statement (node-postgres prepares it once per connection):
- * the hot statements (lease, report, heartbeat, insert) then skip parsing and, once PostgreSQL
- * settles on a generic plan, planning — which costs more than executing them. Named after a hash of
- * the text, so each variant (e.g. with or without a type filter) is its own statement.
- */
-async function prepared<R>(db: Db, query: RawBuilder<R>): Promise<R[]> {
-  const compiled = query.compile(db.kysely);
-  const result = await db.pool.query({ name: statementName(compiled.sql), text: compiled.sql, values: compiled.parameters as unknown[] });
-  return result.rows as R[];
-}
 
 /** Stands for a per-call value in a statement compiled once (see `compiledOnce`). */
 class Slot {
@@ -59,12 +36,14 @@ class Slot {
 const compiledStatements = new Map<string, { name: string; text: string; params: readonly unknown[] }>();
 
 /**
- * `prepared` for the statements that run on every request of the worker protocol: the Kysely
- * template is built and compiled once per `shape` (a key that names every choice `build` makes),
- * with slots where the per-call `values` go; later calls only fill in the slots. Building and
- * compiling the ~30-column report template took more CPU than the rest of a report request's
+ * Runs one of the statements that serve the worker protocol (lease, report, heartbeat, insert,
+ * get) as a named prepared statement: node-postgres prepares it once per connection, and on
+ * `db.protocol`, whose connections use generic plans (see Db), PostgreSQL plans it once too. The
+ * Kysely template is built and compiled once per `shape` (a key that names every choice `build`
+ * makes), with slots where the per-call `values` go; later calls only fill in the slots. Building
+ * and compiling the ~30-column report template took more CPU than the rest of a report request's
  * JavaScript. `build` may use its argument only as SQL values: anything that depends on a value
- * belongs in `shape`. They run on `db.protocol`, whose connections use generic plans (see Db).
+ * belongs in `shape`. Named after a hash of the text.
  */
 async function compiledOnce<R, V extends Record<string, unknown>>(
   db: Db,
@@ -76,7 +55,8 @@ async function compiledOnce<R, V extends Record<string, unknown>>(
   if (st === undefined) {
     const slots = new Proxy({} as V, { get: (_target, key) => new Slot(String(key)) });
     const compiled = build(slots).compile(db.kysely);
-    st = { name: statementName(compiled.sql), text: compiled.sql, params: compiled.parameters };
+    const name = `jc_${createHash('sha1').update(compiled.sql).digest('base64url').slice(0, 24)}`;
+    st = { name, text: compiled.sql, params: compiled.parameters };
     compiledStatements.set(shape, st);
   }
   const params = st.params.map((p) => (p instanceof Slot ? values[p.key] : p));
@@ -352,8 +332,8 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsertRow[]
 /** The open (queued or running) jobs holding these unique keys, by key. */
 export async function jobFindOpenByUniqueKeys(db: Queryable, keys: readonly string[]): Promise<Map<string, Job>> {
   if (keys.length === 0) return new Map();
-  const rows = await prepared(db, sql<JobRow>`
-    SELECT ${jobCols('job')} FROM job WHERE unique_key = ANY(${[...new Set(keys)]}::text[]) AND state IN ${OPEN}`);
+  const rows = await compiledOnce(db, 'open-by-unique-keys', { keys: [...new Set(keys)] }, (v) => sql<JobRow>`
+    SELECT ${jobCols('job')} FROM job WHERE unique_key = ANY(${v.keys}::text[]) AND state IN ${OPEN}`);
   return new Map(rows.map((r) => [r.unique_key!, jobFromRow(r)]));
 }
 
@@ -362,7 +342,7 @@ export async function jobFindOpenByUniqueKeys(db: Queryable, keys: readonly stri
 
 export async function jobGet(db: Queryable, id: string): Promise<Job | null> {
   if (!isJobId(id)) return null;
-  const rows = await prepared(db, sql<JobRow>`SELECT ${jobCols('job')} FROM job WHERE id = ${id}::bigint`);
+  const rows = await compiledOnce(db, 'get', { id }, (v) => sql<JobRow>`SELECT ${jobCols('job')} FROM job WHERE id = ${v.id}::bigint`);
   return rows[0] ? jobFromRow(rows[0]) : null;
 }
 
