@@ -70,17 +70,29 @@ export function createDb(options: DbOptions): Db {
     types,
   });
   const pool = new pg.Pool(config(split.general));
-  const protocol = new pg.Pool(config(split.protocol));
-  // queued on the new connection before any statement of the caller's
-  protocol.on('connect', (client) => void client.query('SET plan_cache_mode = force_generic_plan').catch(() => undefined));
-  // An idle client whose server went away must not crash the process: the next query
-  // reconnects, and requests meanwhile answer 503.
+  // pg-pool awaits onConnect before it hands the new connection out, so the setting is in place
+  // before the caller's first statement, and the two never overlap on the connection
+  const protocol = new pg.Pool({
+    ...config(split.protocol),
+    onConnect: (client: pg.ClientBase) => client.query('SET plan_cache_mode = force_generic_plan'),
+  });
+  // A connection whose server went away (pg_terminate_backend, a failover, a pooler restart,
+  // PostgreSQL stopping) must cost at most the request or tick that used it, never the process.
+  // A pg.Client emits 'error' when its connection fails while no query of it is running, and an
+  // 'error' event nobody listens to throws. pg-pool listens on its idle clients only: it takes
+  // that listener off while a client is checked out — between two statements of a transaction,
+  // or while a caller works with the client — so every client gets a listener of its own for its
+  // whole life. The statement that next uses the client fails (a 503, or a retried tick), and the
+  // pool discards the client on release and connects a new one.
   let destroyed = false;
+  const lost = (err: Error & { code?: string }) => {
+    if (destroyed) return; // the server going away during our own shutdown is expected
+    options.logger?.warn({ err: { message: err.message, code: err.code } }, 'database connection lost; will reconnect');
+  };
   for (const p of [pool, protocol]) {
-    p.on('error', (err: Error & { code?: string }) => {
-      if (destroyed) return; // the server going away during our own shutdown is expected
-      options.logger?.warn({ err: { message: err.message, code: err.code } }, 'database connection lost; will reconnect');
-    });
+    p.on('connect', (client) => client.on('error', lost));
+    // the pool re-emits an idle client's error, which the client's own listener has logged
+    p.on('error', () => undefined);
   }
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
