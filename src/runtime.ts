@@ -51,7 +51,7 @@ export async function migrateWithRetry(db: Db, logger: Logger, signal: AbortSign
       logger.warn({ err: { message: (err as Error).message }, retryInMs: delay }, 'database unreachable; will migrate once it answers');
       if (signal.aborted) return false;
       await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 10_000);
+      delay = Math.min(delay * 2, 1_000);
     }
   }
 }

@@ -4,6 +4,14 @@ import type { Logger } from 'pino';
 export type NotificationHandler = (payload: string) => void;
 
 /**
+ * Reconnect attempts back off from 250 ms to at most 1 s. Reconnecting is the signal that the
+ * database is back: every handler is then called (the scheduler re-plans, long-polls try again),
+ * so the cap bounds how long any loop stays asleep after an outage, however long it was.
+ */
+const RETRY_MIN_MS = 250;
+const RETRY_MAX_MS = 1_000;
+
+/**
  * One LISTEN connection per jobclock instance, fanned out in memory to any number of waiters
  * (long-polling workers, the PeriodicScheduler) — never a connection per waiting request.
  * Reconnects by itself; after a reconnect every handler is called once, since notifications sent
@@ -15,7 +23,7 @@ export class Notifications {
   private stopped = false;
   private connecting: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
-  private retryDelay = 250;
+  private retryDelay = RETRY_MIN_MS;
 
   constructor(
     private readonly url: string,
@@ -66,9 +74,9 @@ export class Notifications {
         this.connecting = null;
         return;
       }
-      const wasReconnect = this.retryDelay > 250;
+      const wasReconnect = this.retryDelay > RETRY_MIN_MS;
       this.client = client;
-      this.retryDelay = 250;
+      this.retryDelay = RETRY_MIN_MS;
       this.connecting = null;
       if (wasReconnect) {
         this.logger?.info('notification listener reconnected');
@@ -88,13 +96,16 @@ export class Notifications {
 
   private scheduleRetry(err: Error): void {
     if (this.stopped || this.retryTimer) return;
-    this.logger?.warn({ err: { message: err.message }, retryInMs: this.retryDelay }, 'notification listener disconnected; reconnecting');
+    const first = this.retryDelay === RETRY_MIN_MS;
+    const fields = { err: { message: err.message }, retryInMs: this.retryDelay };
+    if (first) this.logger?.warn(fields, 'notification listener disconnected; reconnecting');
+    else this.logger?.debug(fields, 'notification listener still disconnected; reconnecting');
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
       void this.connect();
     }, this.retryDelay);
     this.retryTimer.unref();
-    this.retryDelay = Math.min(this.retryDelay * 2, 5_000);
+    this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
   }
 
   /** Calls the handlers of a channel in this process (also used for wake-ups from this instance). */

@@ -59,6 +59,8 @@ export interface PeriodicSchedulerOptions {
 /** Wait before looking again when due tasks exist but another instance holds them right now. */
 const CONTENDED_RETRY_MS = 25;
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Longest wait before a failed tick is tried again. */
+const FAILURE_RETRY_MAX_MS = 1_000;
 
 interface BatchResult {
   taken: number;
@@ -189,7 +191,9 @@ export class PeriodicScheduler {
         }
       } catch (err) {
         failures++;
-        delay = Math.min(500 * 2 ** (failures - 1), 10_000);
+        // short and capped: the listener's reconnect also wakes the loop (a poke on the tasks
+        // channel), and a long outage must not leave it asleep once the database is back
+        delay = Math.min(250 * 2 ** (failures - 1), FAILURE_RETRY_MAX_MS);
         mustTick = true;
         this.ctx.logger.warn({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, retryInMs: delay }, 'periodic scheduler tick failed');
       }

@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/db/embedded.js';
+import pg from 'pg';
+import { ensureDatabase } from '../../src/db/database.js';
+import { freePort, startEmbedded } from '../../src/db/embedded.js';
 
 /**
  * The real process, as `npm start` runs it: compiled code, its own embedded PostgreSQL in a data
@@ -123,4 +125,51 @@ describe('the jobclock process', () => {
     expect(exit.code).toBe(2);
     expect(bad.output()).toMatch(/PORT: expected a whole number/);
   }, 30_000);
+
+  it('lives through a PostgreSQL restart: 503 while it is gone, and the scheduler submits again within 1 s of its return', async () => {
+    const dataDir = path.join(dataRoot, 'external');
+    const port = await freePort();
+    const settings = { fsync: 'off', synchronous_commit: 'off' };
+    let server = await startEmbedded({ dataDir, port, settings });
+    const url = await ensureDatabase(server.url, 'outage');
+    const sql = new pg.Pool({ connectionString: url, max: 1 });
+    sql.on('error', () => undefined);
+    const app = await start({ DATABASE_URL: url });
+    try {
+      await waitReady(app);
+      expect((await api(app, 'POST', '/periodic-tasks', { id: 'beat', task: 'beat', schedule: 'every 1s', concurrencyPolicy: 'allow' })).status).toBe(201);
+      const jobsSince = async (since: number) =>
+        (await sql.query<{ first: Date | null }>('select min(created_at) as first from job where created_at > $1', [new Date(since)])).rows[0]!.first;
+      const before = Date.now();
+      for (let i = 0; i < 60 && (await jobsSince(before)) === null; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(await jobsSince(before)).not.toBeNull();
+
+      await server.stop();
+      // long enough for doubling back-offs to outgrow the outage (they slept seconds past it)
+      await new Promise((r) => setTimeout(r, 10_000));
+      expect(app.child.exitCode).toBeNull();
+      expect((await fetch(`http://127.0.0.1:${app.port}/healthz`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${app.port}/readyz`)).status).toBe(503);
+      expect((await api(app, 'GET', '/jobs?limit=1')).status).toBe(503);
+
+      server = await startEmbedded({ dataDir, port, settings });
+      const back = Date.now();
+      let first: Date | null = null;
+      for (let i = 0; i < 100 && first === null; i++) {
+        first = await jobsSince(back).catch(() => null);
+        if (first === null) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(first).not.toBeNull();
+      // the task was due all along: the first submission after the return measures the wake-up
+      expect(first!.getTime() - back).toBeLessThan(1_000);
+      expect(app.child.exitCode).toBeNull();
+      expect((await fetch(`http://127.0.0.1:${app.port}/readyz`)).status).toBe(200);
+      app.child.kill('SIGTERM');
+      expect((await app.exited).code).toBe(0);
+    } finally {
+      if (app.child.exitCode === null) app.child.kill('SIGKILL');
+      await sql.end();
+      await server.stop();
+    }
+  }, 90_000);
 });
