@@ -1,6 +1,7 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import type { Executor, PreparedStatement } from './executor.js';
 import type { Database } from './schema.js';
 import { fastTimestamptzParser } from './timestamps.js';
 
@@ -23,8 +24,11 @@ const types = {
   },
 };
 
-export interface Db {
-  readonly kysely: Kysely<Database>;
+/**
+ * The database of one jobclock instance: its pools, and the Executor (db/executor.ts) that runs
+ * statements outside a transaction. Repository functions take the Executor only.
+ */
+export interface Db extends Executor {
   readonly pool: pg.Pool;
   /**
    * The worker protocol's connections (lease, report, heartbeat, insert: the prepared statements of
@@ -46,7 +50,6 @@ export interface DbOptions {
   applicationName?: string;
 }
 
-/** Builds the pool and the Kysely instance. Lazy: nothing connects until the first query. */
 /**
  * How `poolSize` connections are split: two thirds (rounded) to the worker protocol, whose short
  * statements arrive from every worker at once (with half, batched workers queued for connections:
@@ -59,6 +62,7 @@ export function poolSplit(poolSize: number): { protocol: number; general: number
   return { protocol, general: size - protocol };
 }
 
+/** Builds the pools and the Kysely instance. Lazy: nothing connects until the first query. */
 export function createDb(options: DbOptions): Db {
   const split = poolSplit(options.poolSize ?? 10);
   const config = (max: number): pg.PoolConfig => ({
@@ -99,6 +103,11 @@ export function createDb(options: DbOptions): Db {
     kysely,
     pool,
     protocol,
+    inTransaction: false,
+    async prepared<R>(st: PreparedStatement): Promise<R[]> {
+      const result = await protocol.query({ name: st.name, text: st.text, values: st.values as unknown[] });
+      return result.rows as R[];
+    },
     url: options.url,
     async destroy() {
       if (destroyed) return;
@@ -156,26 +165,6 @@ export async function ensureDatabase(
 /** One round trip that proves the database answers. */
 export async function pingDatabase(db: Db): Promise<void> {
   await db.pool.query('select 1');
-}
-
-/**
- * Runs `work` in one transaction on one connection. The Db handed to it runs its pool queries on
- * that connection (repository functions that query through `db.pool` or `db.protocol`, as prepared
- * statements do).
- */
-export async function withTransaction<T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> {
-  const client = await db.pool.connect();
-  try {
-    await client.query('BEGIN');
-    const result = await work({ ...db, pool: client as unknown as pg.Pool, protocol: client as unknown as pg.Pool });
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
 }
 
 /** PostgreSQL's deadlock_detected: the statement was rolled back and may simply be run again. */

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { type RawBuilder, sql } from 'kysely';
-import type { Db } from '../db/database.js';
+import type { Executor } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
 import {
   BACKOFF_BASE_MS,
@@ -19,8 +19,8 @@ import {
   type SystemJobError,
 } from '../domain/job.js';
 
-/** The database: Kysely for most statements, the protocol pool for the hot ones (see `compiledOnce`). */
-export type Queryable = Db;
+/** The database port (db/executor.ts): Kysely for most statements, prepared ones for the hot path. */
+export type Queryable = Executor;
 
 /** Stands for a per-call value in a statement compiled once (see `compiledOnce`). */
 class Slot {
@@ -46,7 +46,7 @@ const compiledStatements = new Map<string, { name: string; text: string; params:
  * belongs in `shape`. Named after a hash of the text.
  */
 async function compiledOnce<R, V extends Record<string, unknown>>(
-  db: Db,
+  db: Executor,
   shape: string,
   values: V,
   build: (v: V) => RawBuilder<R>,
@@ -60,8 +60,7 @@ async function compiledOnce<R, V extends Record<string, unknown>>(
     compiledStatements.set(shape, st);
   }
   const params = st.params.map((p) => (p instanceof Slot ? values[p.key] : p));
-  const result = await db.protocol.query({ name: st.name, text: st.text, values: params });
-  return result.rows as R[];
+  return db.prepared<R>({ name: st.name, text: st.text, values: params });
 }
 
 /** A job row as node-postgres returns it (int8 as number, timestamptz as Date, jsonb parsed). */

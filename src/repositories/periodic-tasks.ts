@@ -2,14 +2,14 @@
  * All SQL on periodic_task, and the job submissions of the PeriodicScheduler and of triggers.
  * Every "now" is a parameter (the caller's Clock), never the database's now().
  */
-import { type Insertable, type Kysely, type Selectable, sql, type Updateable } from 'kysely';
-import type { Database, PeriodicTaskTable } from '../db/schema.js';
+import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
+import type { Executor } from '../db/executor.js';
+import type { PeriodicTaskTable } from '../db/schema.js';
 import { CHANNELS } from '../db/notifications.js';
 import { type Job, PERIODIC_MAX_ATTEMPTS } from '../domain/job.js';
 import type { ConcurrencyPolicy, PeriodicTask } from '../domain/periodic-task.js';
 import { jobFromRow, type JobRow } from './jobs.js';
 
-type Q = Kysely<Database>;
 export type TaskRow = Selectable<PeriodicTaskTable>;
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
@@ -93,8 +93,8 @@ function withoutNotified(row: TaskRow & { _notified?: unknown }): TaskRow {
 }
 
 /** Inserts a task; null when the id is taken. Notifies the schedulers. */
-export async function taskInsert(db: Q, id: string, values: TaskValues, now: Date): Promise<TaskRow | null> {
-  const row = await db
+export async function taskInsert(db: Executor, id: string, values: TaskValues, now: Date): Promise<TaskRow | null> {
+  const row = await db.kysely
     .insertInto('periodic_task')
     .values({ ...(columns(values) as Insertable<PeriodicTaskTable>), id, created: now, updated: now })
     .onConflict((oc) => oc.column('id').doNothing())
@@ -104,8 +104,8 @@ export async function taskInsert(db: Q, id: string, values: TaskValues, now: Dat
   return row ? withoutNotified(row) : null;
 }
 
-export async function taskGet(db: Q, id: string, options: { forUpdate?: boolean } = {}): Promise<TaskRow | null> {
-  let q = db.selectFrom('periodic_task').selectAll().where('id', '=', id);
+export async function taskGet(db: Executor, id: string, options: { forUpdate?: boolean } = {}): Promise<TaskRow | null> {
+  let q = db.kysely.selectFrom('periodic_task').selectAll().where('id', '=', id);
   if (options.forUpdate) q = q.forUpdate();
   return (await q.executeTakeFirst()) ?? null;
 }
@@ -120,8 +120,8 @@ export interface TaskFilter {
 }
 
 /** One page in id order; asks for limit + 1 rows so the caller knows whether there is more. */
-export async function taskList(db: Q, f: TaskFilter): Promise<TaskRow[]> {
-  let q = db.selectFrom('periodic_task').selectAll();
+export async function taskList(db: Executor, f: TaskFilter): Promise<TaskRow[]> {
+  let q = db.kysely.selectFrom('periodic_task').selectAll();
   if (f.owner !== undefined) q = q.where('owner', '=', f.owner);
   if (f.task !== undefined) q = q.where('task', '=', f.task);
   if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled);
@@ -130,8 +130,8 @@ export async function taskList(db: Q, f: TaskFilter): Promise<TaskRow[]> {
 }
 
 /** Writes changed columns (and `updated`); notifies the schedulers. */
-export async function taskPatch(db: Q, id: string, values: Partial<TaskValues>, now: Date): Promise<TaskRow | null> {
-  const row = await db
+export async function taskPatch(db: Executor, id: string, values: Partial<TaskValues>, now: Date): Promise<TaskRow | null> {
+  const row = await db.kysely
     .updateTable('periodic_task')
     .set({ ...(columns(values) as Updateable<PeriodicTaskTable>), updated: now })
     .where('id', '=', id)
@@ -141,13 +141,13 @@ export async function taskPatch(db: Q, id: string, values: Partial<TaskValues>, 
   return row ? withoutNotified(row) : null;
 }
 
-export async function taskDelete(db: Q, id: string): Promise<boolean> {
-  const r = await db.deleteFrom('periodic_task').where('id', '=', id).executeTakeFirst();
+export async function taskDelete(db: Executor, id: string): Promise<boolean> {
+  const r = await db.kysely.deleteFrom('periodic_task').where('id', '=', id).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }
 
-export async function taskDeleteByOwner(db: Q, owner: string): Promise<number> {
-  const r = await db.deleteFrom('periodic_task').where('owner', '=', owner).executeTakeFirst();
+export async function taskDeleteByOwner(db: Executor, owner: string): Promise<number> {
+  const r = await db.kysely.deleteFrom('periodic_task').where('owner', '=', owner).executeTakeFirst();
   return Number(r.numDeletedRows);
 }
 
@@ -174,7 +174,7 @@ export interface DueTask {
  * dies. For forbid tasks it also answers whether an open job exists (job_open_by_task_idx).
  */
 export async function taskTakeDue(
-  db: Q,
+  db: Executor,
   p: { now: Date; staleBefore: Date; limit: number },
 ): Promise<DueTask[]> {
   const { rows } = await sql<Omit<DueTask, 'open_job_id'>>`
@@ -185,7 +185,7 @@ export async function taskTakeDue(
        AND (t.marked IS NULL OR t.marked <= ${p.staleBefore})
      ORDER BY t.nextrun
      LIMIT ${p.limit}
-       FOR UPDATE OF t SKIP LOCKED`.execute(db);
+       FOR UPDATE OF t SKIP LOCKED`.execute(db.kysely);
   // The open jobs of the forbid tasks, in one statement for the whole batch. As a subquery per
   // task it was planned with the job table's statistics, and while those said "empty" (a new
   // database, or before autovacuum's first look) each of a batch's thousand subqueries scanned
@@ -196,15 +196,15 @@ export async function taskTakeDue(
     const found = await sql<{ periodic_task_id: string; id: number }>`
       SELECT DISTINCT ON (periodic_task_id) periodic_task_id, id FROM job
        WHERE periodic_task_id = ANY(${forbid}::text[]) AND state IN ('queued', 'running')
-       ORDER BY periodic_task_id, id`.execute(db);
+       ORDER BY periodic_task_id, id`.execute(db.kysely);
     for (const r of found.rows) open.set(r.periodic_task_id, r.id);
   }
   return rows.map((r) => ({ ...r, open_job_id: open.get(r.id) ?? null }));
 }
 
 /** Clears every mark of `worker` (scheduler stop). */
-export async function taskUnmark(db: Q, worker: string): Promise<number> {
-  const r = await db
+export async function taskUnmark(db: Executor, worker: string): Promise<number> {
+  const r = await db.kysely
     .updateTable('periodic_task')
     .set({ worker: null, marked: null })
     .where('worker', '=', worker)
@@ -213,10 +213,10 @@ export async function taskUnmark(db: Q, worker: string): Promise<number> {
 }
 
 /** Clears marks made at or before `staleBefore` (their instance died); skips rows being worked on. */
-export async function taskClearStaleMarks(db: Q, staleBefore: Date): Promise<number> {
+export async function taskClearStaleMarks(db: Executor, staleBefore: Date): Promise<number> {
   const r = await sql`
     UPDATE periodic_task SET worker = NULL, marked = NULL
-     WHERE id IN (SELECT id FROM periodic_task WHERE marked <= ${staleBefore} FOR UPDATE SKIP LOCKED)`.execute(db);
+     WHERE id IN (SELECT id FROM periodic_task WHERE marked <= ${staleBefore} FOR UPDATE SKIP LOCKED)`.execute(db.kysely);
   return Number(r.numAffectedRows ?? 0);
 }
 
@@ -224,18 +224,18 @@ export async function taskClearStaleMarks(db: Q, staleBefore: Date): Promise<num
  * When the scheduler has something to do next: the earliest nextrun of an enabled unmarked task,
  * or the moment a current mark turns stale, whichever comes first. Both are index lookups.
  */
-export async function taskEarliestNextRun(db: Q, staleMs: number): Promise<Date | null> {
+export async function taskEarliestNextRun(db: Executor, staleMs: number): Promise<Date | null> {
   const { rows } = await sql<{ at: Date | null }>`
     SELECT least(
       (SELECT min(nextrun) FROM periodic_task WHERE enabled AND nextrun IS NOT NULL AND marked IS NULL),
       (SELECT min(marked) FROM periodic_task WHERE marked IS NOT NULL) + make_interval(secs => ${staleMs / 1000})
-    ) AS at`.execute(db);
+    ) AS at`.execute(db.kysely);
   return rows[0]?.at ?? null;
 }
 
 /** The id of a queued or running job of a task, if any (job_open_by_task_idx). */
-export async function jobOpenOfTask(db: Q, taskId: string): Promise<string | null> {
-  const row = await db
+export async function jobOpenOfTask(db: Executor, taskId: string): Promise<string | null> {
+  const row = await db.kysely
     .selectFrom('job')
     .select('id')
     .where('periodic_task_id', '=', taskId)
@@ -262,7 +262,7 @@ function replacedSet(now: Date) {
 
 /** Cancels the queued and running jobs of the given tasks (policy replace). */
 export async function jobCancelOpenOfTasks(
-  db: Q,
+  db: Executor,
   taskIds: readonly string[],
   now: Date,
 ): Promise<{ id: string; periodicTaskId: string }[]> {
@@ -271,7 +271,7 @@ export async function jobCancelOpenOfTasks(
     UPDATE job
        SET ${replacedSet(now)}
      WHERE periodic_task_id = ANY(${taskIds}::text[]) AND state IN ('queued', 'running')
-    RETURNING id, periodic_task_id`.execute(db);
+    RETURNING id, periodic_task_id`.execute(db.kysely);
   return rows.map((r) => ({ id: String(r.id), periodicTaskId: r.periodic_task_id }));
 }
 
@@ -288,7 +288,7 @@ export interface TaskSubmission {
 }
 
 /** Inserts one job for a task, reading its type, group, args and so on from the task row, and returns it whole (trigger). */
-export async function jobSubmitForTask(db: Q, item: TaskSubmission, now: Date): Promise<Job | null> {
+export async function jobSubmitForTask(db: Executor, item: TaskSubmission, now: Date): Promise<Job | null> {
   const { rows } = await sql<JobRow>`
     INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
                      periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
@@ -298,7 +298,7 @@ export async function jobSubmitForTask(db: Q, item: TaskSubmission, now: Date): 
            ${item.runTolerance}::bigint, ${now}, ${now}
       FROM periodic_task t
      WHERE t.id = ${item.taskId}
-    RETURNING *`.execute(db);
+    RETURNING *`.execute(db.kysely);
   return rows[0] ? jobFromRow(rows[0]) : null;
 }
 
@@ -328,7 +328,7 @@ export interface BatchWritten {
  * replace tasks and inserts the jobs (type, group, args, priority, subject and submitter read from
  * the task rows), all from arrays (unnest): no round trip per task.
  */
-export async function taskAdvanceAndSubmit(db: Q, w: BatchWrite, now: Date): Promise<BatchWritten> {
+export async function taskAdvanceAndSubmit(db: Executor, w: BatchWrite, now: Date): Promise<BatchWritten> {
   if (w.advance.length === 0) return { inserted: [], cancelled: [] };
   const s = w.submit;
   const advanceIds = w.advance.map((a) => a.taskId);
@@ -366,7 +366,7 @@ export async function taskAdvanceAndSubmit(db: Q, w: BatchWrite, now: Date): Pro
     )
     SELECT 'job' AS kind, id, periodic_task_id, scheduled_at FROM inserted
     UNION ALL
-    SELECT 'cancelled', id, periodic_task_id, NULL FROM cancelled`.execute(db);
+    SELECT 'cancelled', id, periodic_task_id, NULL FROM cancelled`.execute(db.kysely);
   const out: BatchWritten = { inserted: [], cancelled: [] };
   for (const r of rows) {
     if (r.kind === 'job') out.inserted.push({ id: String(r.id), periodicTaskId: r.periodic_task_id, scheduledAt: r.scheduled_at! });

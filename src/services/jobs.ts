@@ -1,4 +1,5 @@
-import { type Db, isDeadlock, withTransaction } from '../db/database.js';
+import { isDeadlock } from '../db/database.js';
+import { type Executor, withTransaction } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
 import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
 import {
@@ -190,7 +191,7 @@ export class JobService {
     return out as Job[];
   }
 
-  private async insertSettlingKeys(db: Db, rows: JobInsertRow[], now: Date): Promise<Job[]> {
+  private async insertSettlingKeys(db: Executor, rows: JobInsertRow[], now: Date): Promise<Job[]> {
     const out: (Job | null)[] = await jobInsertMany(db, rows, now);
     for (let round = 0; round < UNIQUE_RETRIES; round++) {
       const missing = out.flatMap((j, i) => (j === null ? [i] : []));

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { withTransaction } from '../db/executor.js';
 import { ConflictError, NotFoundError } from '../domain/errors.js';
 import type { Job } from '../domain/job.js';
 import {
@@ -109,21 +110,21 @@ export class PeriodicTaskService {
       concurrencyPolicy: input.concurrencyPolicy ?? 'forbid',
       nextRun: enabled ? firstRunFrom({ schedule: timing.schedule, createdAt: now, firstRunAt }, now) : null,
     };
-    const row = await taskInsert(this.ctx.db.kysely, id, values, now);
+    const row = await taskInsert(this.ctx.db, id, values, now);
     if (!row) throw new ConflictError(`A periodic task with id "${id}" already exists.`);
     this.ctx.logger.info({ taskId: id, nextRun: values.nextRun }, 'periodic task created');
     return this.view(taskFromRow(row));
   }
 
   async get(id: string): Promise<PeriodicTaskView> {
-    const row = await taskGet(this.ctx.db.kysely, id);
+    const row = await taskGet(this.ctx.db, id);
     if (!row) throw notFound(id);
     return this.view(taskFromRow(row));
   }
 
   async list(q: TaskListQuery): Promise<Page<PeriodicTaskView>> {
     const after = q.cursor === undefined ? undefined : decodeCursor('t', q.cursor, isTaskId);
-    const rows = await taskList(this.ctx.db.kysely, { owner: q.owner, task: q.task, enabled: q.enabled, after, limit: q.limit });
+    const rows = await taskList(this.ctx.db, { owner: q.owner, task: q.task, enabled: q.enabled, after, limit: q.limit });
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
     return {
@@ -138,7 +139,7 @@ export class PeriodicTaskService {
    */
   async patch(id: string, input: TaskPatchInput): Promise<PeriodicTaskView> {
     const now = this.ctx.clock.now();
-    const row = await this.ctx.db.kysely.transaction().execute(async (trx) => {
+    const row = await withTransaction(this.ctx.db, async (trx) => {
       const found = await taskGet(trx, id, { forUpdate: true });
       if (!found) throw notFound(id);
       const cur = taskFromRow(found);
@@ -194,13 +195,13 @@ export class PeriodicTaskService {
   }
 
   async delete(id: string): Promise<void> {
-    if (!(await taskDelete(this.ctx.db.kysely, id))) throw notFound(id);
+    if (!(await taskDelete(this.ctx.db, id))) throw notFound(id);
     this.ctx.logger.info({ taskId: id }, 'periodic task deleted');
   }
 
   /** Deletes every task of an owner (what a creator does when the thing it owns goes away). */
   async deleteByOwner(owner: string): Promise<number> {
-    const deleted = await taskDeleteByOwner(this.ctx.db.kysely, owner);
+    const deleted = await taskDeleteByOwner(this.ctx.db, owner);
     this.ctx.logger.info({ owner, deleted }, 'periodic tasks of an owner deleted');
     return deleted;
   }
@@ -212,7 +213,7 @@ export class PeriodicTaskService {
    */
   async trigger(id: string): Promise<Job> {
     const now = this.ctx.clock.now();
-    const { job, cancelled } = await this.ctx.db.kysely.transaction().execute(async (trx) => {
+    const { job, cancelled } = await withTransaction(this.ctx.db, async (trx) => {
       const found = await taskGet(trx, id, { forUpdate: true });
       if (!found) throw notFound(id);
       const task = taskFromRow(found);

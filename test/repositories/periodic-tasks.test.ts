@@ -2,12 +2,13 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { Db } from '../../src/db/database.js';
+import { withTransaction } from '../../src/db/executor.js';
 import { taskTakeDue } from '../../src/repositories/periodic-tasks.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 const NOW = new Date('2026-11-20T09:00:00.000Z');
 const take = () =>
-  one.kysely.transaction().execute((trx) => taskTakeDue(trx, { now: NOW, staleBefore: new Date(NOW.getTime() - 10_000), limit: 1000 }));
+  withTransaction(one, (trx) => taskTakeDue(trx, { now: NOW, staleBefore: new Date(NOW.getTime() - 10_000), limit: 1000 }));
 
 let tdb: TestDatabase;
 let one: Db;
