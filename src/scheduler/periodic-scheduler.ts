@@ -1,16 +1,7 @@
-import type { Kysely } from 'kysely';
+import { type Executor, withTransaction } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
-import type { Database } from '../db/schema.js';
-import {
-  effectiveTimebox,
-  effectiveTolerance,
-  gapBefore,
-  nextRunAfter,
-  scheduleContext,
-  ScheduleCache,
-  STALE_MARK_MS,
-  type TaskTiming,
-} from '../domain/periodic-task.js';
+import { ScheduleCache, STALE_MARK_MS, type TaskTiming } from '../domain/periodic-task.js';
+import { planDueRun } from '../domain/run-plan.js';
 import {
   isSlotConflict,
   taskAdvanceAndSubmit,
@@ -147,7 +138,7 @@ export class PeriodicScheduler {
     this.loop = null;
     await this.chain.catch(() => undefined);
     try {
-      const unmarked = await taskUnmark(this.ctx.db.kysely, this.ctx.instanceId);
+      const unmarked = await taskUnmark(this.ctx.db, this.ctx.instanceId);
       if (unmarked > 0) this.ctx.logger.info({ unmarked }, 'periodic scheduler unmarked its tasks');
     } catch (err) {
       this.ctx.logger.warn({ err: { message: (err as Error).message } }, 'could not unmark tasks; other instances take them once the marks are 10 s old');
@@ -179,7 +170,7 @@ export class PeriodicScheduler {
         let taken = -1;
         if (mustTick) taken = (await this.tick(this.ctx.clock.now())).taken;
         if (this.stopping) break;
-        const earliest = await taskEarliestNextRun(this.ctx.db.kysely, STALE_MARK_MS);
+        const earliest = await taskEarliestNextRun(this.ctx.db, STALE_MARK_MS);
         failures = 0;
         const wait = earliest === null ? this.maxSleepMs : earliest.getTime() - this.ctx.clock.now().getTime();
         if (wait <= 0) {
@@ -236,7 +227,7 @@ export class PeriodicScheduler {
   private async runTick(now: Date): Promise<TickSummary> {
     const summary = emptySummary(now);
     const staleBefore = new Date(now.getTime() - STALE_MARK_MS);
-    const db = this.ctx.db.kysely;
+    const db = this.ctx.db;
     summary.clearedMarks = await taskClearStaleMarks(db, staleBefore);
     if (summary.clearedMarks > 0) this.ctx.logger.info({ cleared: summary.clearedMarks }, 'cleared stale marks of periodic tasks');
     // Batches run in `concurrency` lanes, each its own transaction on its own connection. SKIP
@@ -250,11 +241,11 @@ export class PeriodicScheduler {
       while (!failed && !this.stopping) {
         let batch: BatchResult;
         try {
-          batch = await db.transaction().execute((trx) => this.runBatch(trx, now, staleBefore, false));
+          batch = await withTransaction(db, (trx) => this.runBatch(trx, now, staleBefore, false));
         } catch (err) {
           if (!isSlotConflict(err)) throw err;
           // A slot of this batch already has a job: redo the batch, passing over such slots.
-          batch = await db.transaction().execute((trx) => this.runBatch(trx, now, staleBefore, true));
+          batch = await withTransaction(db, (trx) => this.runBatch(trx, now, staleBefore, true));
         }
         if (batch.taken > 0) summary.batches++;
         summary.taken += batch.taken;
@@ -286,7 +277,7 @@ export class PeriodicScheduler {
     return summary;
   }
 
-  private async runBatch(trx: Kysely<Database>, now: Date, staleBefore: Date, skipExisting: boolean): Promise<BatchResult> {
+  private async runBatch(trx: Executor, now: Date, staleBefore: Date, skipExisting: boolean): Promise<BatchResult> {
     const due = await taskTakeDue(trx, { now, staleBefore, limit: this.batchSize });
     const advance: { taskId: string; nextRun: Date | null }[] = [];
     const submit: TaskSubmission[] = [];
@@ -310,23 +301,16 @@ export class PeriodicScheduler {
         broken.push({ taskId: t.id, message: (err as Error).message });
         continue;
       }
-      const slot = t.nextrun;
-      const next = nextRunAfter(timing, slot, now);
-      advance.push({ taskId: t.id, nextRun: next });
-      const following = next === null ? null : timing.schedule.next(slot, scheduleContext(timing));
-      if (following !== null && following.getTime() <= now.getTime()) coalesced++;
-      if (t.concurrency_policy === 'forbid' && t.open_job_id !== null) {
-        skipped.push({ taskId: t.id, openJobId: String(t.open_job_id), scheduledAt: slot });
+      const openJobId = t.open_job_id === null ? null : String(t.open_job_id);
+      const plan = planDueRun({ timing, concurrencyPolicy: t.concurrency_policy, slot: t.nextrun, openJobId }, now);
+      advance.push({ taskId: t.id, nextRun: plan.nextRun });
+      if (plan.coalesced) coalesced++;
+      if (plan.action === 'skip') {
+        skipped.push({ taskId: t.id, openJobId: plan.openJobId, scheduledAt: t.nextrun });
         continue;
       }
-      if (t.concurrency_policy === 'replace') replace.push(t.id);
-      let runInterval: number | null = null;
-      let runTolerance: number | null = null;
-      if (t.concurrency_policy === 'allow') {
-        runInterval = gapBefore(timing.schedule, slot);
-        runTolerance = effectiveTolerance(timing, runInterval);
-      }
-      submit.push({ taskId: t.id, runAt: slot, scheduledAt: slot, timebox: effectiveTimebox(timing, slot), runInterval, runTolerance });
+      if (plan.replaceOpen) replace.push(t.id);
+      submit.push({ taskId: t.id, ...plan.submission });
     }
     const written = await taskAdvanceAndSubmit(trx, { advance, submit, replace, skipExisting }, now);
     let duplicates: TaskSubmission[] = [];
