@@ -2,20 +2,58 @@
  * One-shot jobs: states, who moves a job out of each, retry backoff, deadlines and the errors
  * jobclock records on a job itself. Pure: time and randomness come in as arguments.
  *
- * Job states, documented by who moves a job out of each:
+ * Job states, documented by who moves a job out of each (JOB_TRANSITIONS lists every move, and a
+ * test records the moves the real statements make and checks them against it):
  * - queued:    POST /jobs/next leases it (-> running), or the lease-time drop check drops it
- *              (-> dropped); PATCH changes its priority/runAt; cancel (-> cancelled)
+ *              (-> dropped); PATCH changes its priority/runAt; cancel, or a new run of its
+ *              periodic task under policy replace (-> cancelled)
  * - running:   its worker reports finished (-> finished) or failed (-> queued with attempts left,
  *              else failed); the LeaseReaper requeues or fails it when the lease expires, and fails
- *              it when its deadline and grace have passed; cancel (-> cancelled)
+ *              it when its deadline and grace have passed; a lease whose worker disconnected before
+ *              receiving it is given back (-> queued, the attempt not counted); cancel, or policy
+ *              replace (-> cancelled: the worker learns it at its next heartbeat)
  * - finished, failed, dropped, cancelled: final; only POST /jobs/{id}/retry moves a failed,
- *              dropped or cancelled job out again (-> queued); the LeaseReaper deletes final jobs
- *              older than the retention
+ *              dropped or cancelled job out again (-> queued); retention deletes final jobs older
+ *              than JOBCLOCK_RETENTION
  */
 import { formatDuration, MS_PER_HOUR, MS_PER_SECOND } from './duration.js';
 
 export const JOB_STATES = ['queued', 'running', 'finished', 'failed', 'dropped', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
+
+/** Who moves a job from one state to another. */
+export type TransitionCause =
+  | 'lease'
+  | 'drop-check'
+  | 'cancel'
+  | 'replace-policy'
+  | 'report-finished'
+  | 'report-failed-retry'
+  | 'report-failed'
+  | 'lease-expired-retry'
+  | 'lease-expired'
+  | 'timebox'
+  | 'give-back'
+  | 'retry';
+
+/** Every state change a job can make, with its causes. Nothing else moves a job. */
+export const JOB_TRANSITIONS: readonly { from: JobState; to: JobState; by: readonly TransitionCause[] }[] = [
+  { from: 'queued', to: 'running', by: ['lease'] },
+  { from: 'queued', to: 'dropped', by: ['drop-check'] },
+  { from: 'queued', to: 'cancelled', by: ['cancel', 'replace-policy'] },
+  { from: 'running', to: 'finished', by: ['report-finished'] },
+  { from: 'running', to: 'queued', by: ['report-failed-retry', 'lease-expired-retry', 'give-back'] },
+  { from: 'running', to: 'failed', by: ['report-failed', 'lease-expired', 'timebox'] },
+  { from: 'running', to: 'cancelled', by: ['cancel', 'replace-policy'] },
+  { from: 'failed', to: 'queued', by: ['retry'] },
+  { from: 'dropped', to: 'queued', by: ['retry'] },
+  { from: 'cancelled', to: 'queued', by: ['retry'] },
+];
+
+/** Whether a job may move from `from` to `to`. */
+export function canTransition(from: JobState, to: JobState): boolean {
+  return JOB_TRANSITIONS.some((t) => t.from === from && t.to === to);
+}
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
 /** Jobs of periodic tasks get one attempt: the next run is the retry. */
