@@ -665,17 +665,22 @@ export interface ReportInput {
   jitter: number;
 }
 
-export type ReportStatus = 200 | 404 | 409;
+/**
+ * What a report did: `applied` (this report moved the job), `repeat` (the job was already reported
+ * this way with this token: nothing changed, harmless), `not-found`, or `lease-lost` (the token is
+ * not the job's current lease, or the report came past deadline + grace).
+ */
+export type ReportVerdict = 'applied' | 'repeat' | 'not-found' | 'lease-lost';
 
 export interface ReportResult {
   id: string;
-  status: ReportStatus;
-  /** The job after the report (200 only, and only when asked for: jobReport's `jobs` option). */
+  verdict: ReportVerdict;
+  /** The job after the report (applied or repeat, and only when asked for: jobReport's `jobs` option). */
   job: Job | null;
   /** The job's periodic task and attempts (whenever the job exists). */
   taskId: string | null;
   attempts: number | null;
-  /** For 409: the job's state now, and whether the token was the job's latest one. */
+  /** For lease-lost: the job's state now, and whether the token was the job's latest one. */
   currentState: JobState | null;
   tokenMatches: boolean;
 }
@@ -689,7 +694,7 @@ export interface ReportResult {
  * - on a job cancelled while it ran (its token kept): accepted, the job stays cancelled.
  * `state`, when given, is saved on the periodic task. The lease token is kept on the row, so a
  * repeated report with the same token is recognised and answered 200 with the job as it is.
- * Returns one result per input, in input order: 200, 404 (no such job) or 409 (lease lost); with
+ * Returns one result per input, in input order, with its verdict (see ReportVerdict); with
  * `jobs: false` the results carry no job (cheaper: no full rows are returned).
  */
 export async function jobReport(
@@ -718,7 +723,7 @@ export async function jobReport(
   });
   const results: ReportResult[] = reports.map((r) => ({
     id: r.id,
-    status: 404,
+    verdict: 'not-found',
     job: null,
     currentState: null,
     tokenMatches: false,
@@ -727,7 +732,7 @@ export async function jobReport(
   }));
   if (input.length === 0) return results;
 
-  type Row = JobRow & { ord: number; status: ReportStatus; cur_state: JobState | null; token_matches: boolean | null };
+  type Row = JobRow & { ord: number; verdict: ReportVerdict; cur_state: JobState | null; token_matches: boolean | null };
   const values = { input: JSON.stringify(input), now };
   const rows = await compiledOnce(db, withJobs ? 'report+jobs' : 'report', values, (v) => {
     const n = sql`${v.now}::timestamptz`;
@@ -789,10 +794,12 @@ export async function jobReport(
     )
     SELECT i.ord,
            CASE WHEN u.id IS NOT NULL THEN
-                  CASE WHEN u.used_token = i.token AND ${accepted('u')} THEN 200 ELSE 409 END
-                WHEN j.id IS NULL THEN 404
-                WHEN j.lease_token = i.token AND ${accepted('j')} THEN 200
-                ELSE 409 END AS status,
+                  CASE WHEN u.used_token = i.token AND ${accepted('u')} THEN
+                         CASE WHEN u.used_ord = i.ord THEN 'applied' ELSE 'repeat' END
+                       ELSE 'lease-lost' END
+                WHEN j.id IS NULL THEN 'not-found'
+                WHEN j.lease_token = i.token AND ${accepted('j')} THEN 'repeat'
+                ELSE 'lease-lost' END AS verdict,
            coalesce(u.state, j.state) AS cur_state,
            coalesce(u.used_token, j.lease_token) = i.token AS token_matches,
            (SELECT count(*) FROM notify) + (SELECT count(*) FROM saved) AS side_effects,
@@ -807,12 +814,12 @@ export async function jobReport(
 
   for (const r of rows) {
     const res = results[r.ord]!;
-    res.status = r.status;
+    res.verdict = r.verdict;
     res.currentState = r.cur_state;
     res.tokenMatches = r.token_matches === true;
     res.taskId = r.periodic_task_id ?? null;
     res.attempts = r.attempts ?? null;
-    res.job = withJobs && r.status === 200 ? jobFromRow(r) : null;
+    res.job = withJobs && (r.verdict === 'applied' || r.verdict === 'repeat') ? jobFromRow(r) : null;
   }
   return results;
 }

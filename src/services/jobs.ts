@@ -36,6 +36,7 @@ import {
   jobSearch,
   type ReportInput,
   type ReportResult,
+  type ReportVerdict,
 } from '../repositories/jobs.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -69,10 +70,13 @@ export interface HeartbeatAnswer {
 /** A worker's report as it arrives; the service draws the backoff's jitter for it. */
 export type ReportRequest = Omit<ReportInput, 'jitter'>;
 
+export type { ReportVerdict };
+
 export interface ReportAnswer {
   id: string;
-  status: 200 | 404 | 409;
+  verdict: ReportVerdict;
   job?: Job;
+  /** Why a report was refused (not-found, lease-lost), in words the worker's operator can act on. */
   detail?: string;
 }
 
@@ -361,8 +365,8 @@ export class JobService {
     const debug = log.isLevelEnabled('debug');
     results.forEach((res, i) => {
       const state = res.currentState;
-      if (res.status !== 200) {
-        log.info({ jobId: res.id, outcome: inputs[i]!.outcome, status: res.status, state }, 'report refused');
+      if (res.verdict === 'not-found' || res.verdict === 'lease-lost') {
+        log.info({ jobId: res.id, outcome: inputs[i]!.outcome, verdict: res.verdict, state }, 'report refused');
       } else if (state === 'failed') {
         log.info({ jobId: res.id, taskId: res.taskId ?? undefined, attempts: res.attempts ?? undefined }, 'job failed');
       } else if (debug) {
@@ -375,8 +379,8 @@ export class JobService {
   /** One finished/failed report (through the completer: concurrent reports share a statement). */
   async report(req: ReportRequest): Promise<Job> {
     const res = await this.completer.submit(this.toInput(req));
-    if (res.status === 404) throw new NotFoundError(`There is no job ${req.id}.`);
-    if (res.status === 409) throw leaseLost(req.id, req.outcome, res.currentState, res.tokenMatches);
+    if (res.verdict === 'not-found') throw new NotFoundError(`There is no job ${req.id}.`);
+    if (res.verdict === 'lease-lost') throw leaseLost(req.id, req.outcome, res.currentState, res.tokenMatches);
     return res.job!;
   }
 
@@ -390,10 +394,14 @@ export class JobService {
     const inputs = reqs.map((r) => this.toInput(r));
     const results = await this.writeReports(inputs, withJobs);
     return results.map((res, i) => {
-      if (res.status === 200) return res.job ? { id: res.id, status: 200, job: res.job } : { id: res.id, status: 200 };
+      if (res.verdict === 'applied' || res.verdict === 'repeat') {
+        return res.job ? { id: res.id, verdict: res.verdict, job: res.job } : { id: res.id, verdict: res.verdict };
+      }
       const detail =
-        res.status === 404 ? `There is no job ${res.id}.` : leaseLostDetail(res.id, reqs[i]!.outcome, res.currentState, res.tokenMatches);
-      return { id: res.id, status: res.status, detail };
+        res.verdict === 'not-found'
+          ? `There is no job ${res.id}.`
+          : leaseLostDetail(res.id, reqs[i]!.outcome, res.currentState, res.tokenMatches);
+      return { id: res.id, verdict: res.verdict, detail };
     });
   }
 }

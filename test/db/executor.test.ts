@@ -105,7 +105,7 @@ async function useEverything(tx: Executor): Promise<void> {
   expect(leased.leased).toHaveLength(3);
   const [a, b, c] = leased.leased;
   expect((await jobHeartbeat(tx, { id: a!.id, leaseToken: a!.leaseToken, now: NOW })).outcome).toBe('ok');
-  expect((await jobReport(tx, [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished', jitter: 1 }], NOW))[0]!.status).toBe(200);
+  expect((await jobReport(tx, [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished', jitter: 1 }], NOW))[0]!.verdict).toBe('applied');
   expect(await jobReleaseLeases(tx, [{ id: b!.id, leaseToken: b!.leaseToken }], NOW)).toBe(1);
   const overdue = await jobFindOverdue(tx, later(5_000), 10);
   expect(overdue.map((o) => o.id)).toEqual([c!.id]);

@@ -213,7 +213,7 @@ describe('jobReport', () => {
       ],
       NOW,
     );
-    expect(res.map((r) => r.status)).toEqual([200, 200, 409]);
+    expect(res.map((r) => r.verdict)).toEqual(['applied', 'repeat', 'lease-lost']);
   });
 
   it('applies the first of several reports of one job with its token, whatever the plan, over generic and custom plans', async () => {
@@ -231,7 +231,7 @@ describe('jobReport', () => {
         return failedFirst ? [failed, finished] : [finished, failed];
       });
       const res = await jobReport(tdb.db, reports, NOW);
-      expect(res.map((r) => r.status)).toEqual(leased.flatMap(() => [200, 409]));
+      expect(res.map((r) => r.verdict)).toEqual(leased.flatMap(() => ['applied', 'lease-lost']));
       const states = await tdb.db.pool.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM job GROUP BY state');
       expect(states.rows).toEqual([{ state: failedFirst ? 'queued' : 'finished', n: 40 }]);
     }
@@ -251,7 +251,7 @@ describe('jobReport', () => {
       ],
       plus(2_500),
     );
-    expect(res.map((r) => r.status)).toEqual([409, 200]);
+    expect(res.map((r) => r.verdict)).toEqual(['lease-lost', 'applied']);
     expect(res[1]!.job!.state).toBe('finished');
   });
 });
@@ -269,7 +269,7 @@ describe('prepared statements', () => {
       const second = await jobLease(one, { now: NOW, slots: [{ worker: 'w', leaseMs: 1_000 }] });
       expect(second.leased).toHaveLength(1);
       const [res] = await jobReport(one, [{ id: second.leased[0]!.id, leaseToken: second.leased[0]!.leaseToken, outcome: 'finished', jitter: 1 }], NOW);
-      expect(res!.status).toBe(200);
+      expect(res!.verdict).toBe('applied');
     } finally {
       await tdb.db.pool.query('ALTER TABLE job DROP COLUMN added_later');
     }

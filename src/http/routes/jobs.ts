@@ -22,10 +22,14 @@ import {
   ReportsBody,
   ReportsResponse,
 } from '../schemas/jobs.js';
+import type { ReportVerdict } from '../../services/jobs.js';
 import type { RouteDeps } from './index.js';
 
 const notFound = { 404: ProblemSchema } as const;
 const conflict = { 409: ProblemSchema } as const;
+
+/** A batched report's result carries the status its single report would have had. */
+const REPORT_STATUS: Record<ReportVerdict, 200 | 404 | 409> = { applied: 200, repeat: 200, 'not-found': 404, 'lease-lost': 409 };
 
 /** Jobs (producers, readers, managers) and the worker protocol. Thin: parse, call one service method, answer. */
 export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
@@ -267,7 +271,12 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           })),
           { withJobs: request.body.returnJobs === true },
         );
-        return { results: answers.map((a) => (a.job ? { ...a, job: jobDto(a.job) } : { id: a.id, status: a.status, detail: a.detail })) };
+        return {
+          results: answers.map((a) => {
+            const status = REPORT_STATUS[a.verdict];
+            return a.job ? { id: a.id, status, job: jobDto(a.job) } : { id: a.id, status, detail: a.detail };
+          }),
+        };
       },
     );
   };
