@@ -693,7 +693,7 @@ export interface ReportResult {
  *   (domain/job.ts retryDelayMs, evaluated here per row); else failed;
  * - on a job cancelled while it ran (its token kept): accepted, the job stays cancelled.
  * `state`, when given, is saved on the periodic task. The lease token is kept on the row, so a
- * repeated report with the same token is recognised and answered 200 with the job as it is.
+ * repeated report with the same token is recognised and answered as a repeat, with the job as it is.
  * Returns one result per input, in input order, with its verdict (see ReportVerdict); with
  * `jobs: false` the results carry no job (cheaper: no full rows are returned).
  */
@@ -707,7 +707,7 @@ export async function jobReport(
   if (reports.length === 0) return [];
   const input: Record<string, unknown>[] = [];
   reports.forEach((r, ord) => {
-    if (!isJobId(r.id)) return; // names no job: stays 404
+    if (!isJobId(r.id)) return; // names no job: stays not-found
     input.push({
       ord,
       id: r.id,
@@ -992,7 +992,7 @@ export interface ReapAction {
 /**
  * Applies the reaper's decisions in ONE statement, each a compare-and-set on the lease token and
  * state running (a report or a new lease in between wins). Requeued and failed jobs lose their
- * token, so a late report of the old lease answers 409. Wakes waiting workers when any job was
+ * token, so a late report of the old lease is lease-lost. Wakes waiting workers when any job was
  * queued again. Returns the jobs changed.
  */
 export async function jobReap(db: Queryable, actions: readonly ReapAction[], now: Date): Promise<Job[]> {
