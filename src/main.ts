@@ -10,6 +10,7 @@ import { createLogger } from './logger.js';
 import { migrateWithRetry, openRuntime } from './runtime.js';
 import { LeaseReaper } from './scheduler/lease-reaper.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
+import { RetentionCleaner } from './scheduler/retention-cleaner.js';
 import type { ServiceContext } from './services/context.js';
 import { createServices } from './services/index.js';
 
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
   const app = await buildApp({ config, db: runtime.db, logger, clock: systemClock, migrations: await knownMigrations(), services });
   const scheduler = config.scheduler ? new PeriodicScheduler(ctx) : null;
   const reaper = new LeaseReaper(ctx);
+  const cleaner = new RetentionCleaner(ctx);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -59,7 +61,7 @@ async function main(): Promise<void> {
     force.unref();
     try {
       services.jobs.shutdown(); // stop leasing; waiting long-polls answer 204 now
-      await Promise.all([scheduler?.stop(), reaper.stop()]); // unmarks what this instance marked
+      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop()]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
       await notifications.stop();
       await runtime.close();
@@ -80,6 +82,7 @@ async function main(): Promise<void> {
   await notifications.start();
   scheduler?.start();
   reaper.start();
+  cleaner.start();
 }
 
 main().catch((err: unknown) => {

@@ -2,6 +2,7 @@ import { type Executor, withTransaction } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
 import { ScheduleCache, STALE_MARK_MS, type TaskTiming } from '../domain/periodic-task.js';
 import { planDueRun } from '../domain/run-plan.js';
+import { Loop, type StepReason } from './loop.js';
 import {
   isSlotConflict,
   taskAdvanceAndSubmit,
@@ -96,12 +97,12 @@ export class PeriodicScheduler {
   private readonly batchSize: number;
   private readonly maxSleepMs: number;
   private readonly concurrency: number;
-  private running = false;
-  private stopping = false;
-  private loop: Promise<void> | null = null;
+  private readonly loop: Loop;
   private chain: Promise<unknown> = Promise.resolve();
-  private woken = false;
-  private wakeSleeper: (() => void) | null = null;
+  /** A tick is owed: at the start, after the sleep to the earliest nextRun, after a failure, or while tasks are due. */
+  private mustTick = true;
+  /** Set while stopping: lanes take no further batch. */
+  private stopping = false;
   private unsubscribe: (() => void) | null = null;
 
   constructor(
@@ -111,14 +112,27 @@ export class PeriodicScheduler {
     this.batchSize = options.batchSize ?? 1000;
     this.maxSleepMs = Math.min(options.maxSleepMs ?? 30_000, MAX_TIMER_MS);
     this.concurrency = Math.max(1, Math.floor(options.concurrency ?? 2));
+    this.loop = new Loop({
+      name: 'periodic scheduler tick',
+      logger: ctx.logger,
+      clock: ctx.clock,
+      step: (reason) => this.step(reason),
+      // short and capped: the listener's reconnect also wakes the loop (a poke on the tasks
+      // channel), and a long outage must not leave it asleep once the database is back
+      failureBackoff: { initialMs: 250, maxMs: FAILURE_RETRY_MAX_MS },
+    });
+  }
+
+  /** The loop's events (step, failed, sleep, stopped), for tests to await. */
+  get events() {
+    return this.loop.events;
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.stopping = false;
-    this.unsubscribe = this.ctx.notifications.subscribe(CHANNELS.tasks, () => this.poke());
-    this.loop = this.run();
+    if (this.loop.isRunning) return;
+    this.mustTick = true; // the first tick also clears marks left by dead instances
+    this.unsubscribe = this.ctx.notifications.subscribe(CHANNELS.tasks, () => this.loop.wake());
+    this.loop.start();
     this.ctx.logger.info({ instanceId: this.ctx.instanceId }, 'periodic scheduler started');
   }
 
@@ -128,14 +142,12 @@ export class PeriodicScheduler {
    * instance's name remains as the contract's last step.)
    */
   async stop(): Promise<void> {
-    if (!this.running) return;
+    if (!this.loop.isRunning) return;
     this.stopping = true;
-    this.running = false;
     this.unsubscribe?.();
     this.unsubscribe = null;
-    this.poke();
-    await this.loop;
-    this.loop = null;
+    await this.loop.stop();
+    this.stopping = false;
     await this.chain.catch(() => undefined);
     try {
       const unmarked = await taskUnmark(this.ctx.db, this.ctx.instanceId);
@@ -153,75 +165,29 @@ export class PeriodicScheduler {
     return result;
   }
 
-  private poke(): void {
-    this.woken = true;
-    const wake = this.wakeSleeper;
-    this.wakeSleeper = null;
-    wake?.();
-  }
-
-  private async run(): Promise<void> {
-    let mustTick = true; // the first tick also clears marks left by dead instances
-    let failures = 0;
-    while (!this.stopping) {
-      this.woken = false;
-      let delay: number;
-      try {
-        let taken = -1;
-        if (mustTick) taken = (await this.tick(this.ctx.clock.now())).taken;
-        if (this.stopping) break;
-        const earliest = await taskEarliestNextRun(this.ctx.db, STALE_MARK_MS);
-        failures = 0;
-        const wait = earliest === null ? this.maxSleepMs : earliest.getTime() - this.ctx.clock.now().getTime();
-        if (wait <= 0) {
-          mustTick = true;
-          if (taken !== 0) continue; // not ticked yet, or progress made: go again at once
-          delay = CONTENDED_RETRY_MS; // due, but held by another instance right now
-        } else {
-          delay = Math.min(wait, this.maxSleepMs);
-        }
-      } catch (err) {
-        failures++;
-        // short and capped: the listener's reconnect also wakes the loop (a poke on the tasks
-        // channel), and a long outage must not leave it asleep once the database is back
-        delay = Math.min(250 * 2 ** (failures - 1), FAILURE_RETRY_MAX_MS);
-        mustTick = true;
-        this.ctx.logger.warn({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, retryInMs: delay }, 'periodic scheduler tick failed');
-      }
-      if (this.stopping) break;
-      if (this.woken) {
-        mustTick = false; // a task changed: re-plan (and tick only if something is due)
-        continue;
-      }
-      mustTick = (await this.sleep(delay)) === 'timer' || mustTick;
-    }
-  }
-
   /**
-   * Sleeps `ms` by the clock, or until poked. setTimeout may fire a millisecond early relative to
-   * the wall clock, so the remainder is slept again: the tick starts at nextrun, not before.
+   * One step of the loop: tick when one is owed (a wake-up because a task changed only re-plans),
+   * then sleep until the earliest nextRun (at most maxSleepMs). Due tasks held by another instance
+   * right now are looked at again shortly; progress made means go again at once.
    */
-  private sleep(ms: number): Promise<'timer' | 'poke'> {
-    const until = this.ctx.clock.now().getTime() + ms;
-    return new Promise((resolve) => {
-      let timer: NodeJS.Timeout | null = null;
-      let rounds = 0;
-      const arm = (delay: number) => {
-        timer = setTimeout(fire, Math.min(Math.max(delay, 1), MAX_TIMER_MS));
-        timer.unref();
-      };
-      const fire = () => {
-        const left = until - this.ctx.clock.now().getTime();
-        if (left > 0 && rounds++ < 5) return arm(left);
-        this.wakeSleeper = null;
-        resolve('timer');
-      };
-      this.wakeSleeper = () => {
-        if (timer) clearTimeout(timer);
-        resolve('poke');
-      };
-      arm(Math.ceil(ms));
-    });
+  private async step(reason: StepReason): Promise<number> {
+    if (reason !== 'wake') this.mustTick = true;
+    try {
+      let taken = -1;
+      if (this.mustTick) {
+        taken = (await this.tick(this.ctx.clock.now())).taken;
+        this.mustTick = false;
+      }
+      if (this.stopping) return 0;
+      const earliest = await taskEarliestNextRun(this.ctx.db, STALE_MARK_MS);
+      const wait = earliest === null ? this.maxSleepMs : earliest.getTime() - this.ctx.clock.now().getTime();
+      if (wait > 0) return Math.min(wait, this.maxSleepMs);
+      this.mustTick = true;
+      return taken !== 0 ? 0 : CONTENDED_RETRY_MS; // not ticked yet or progress made: at once; else held elsewhere
+    } catch (err) {
+      this.mustTick = true;
+      throw err;
+    }
   }
 
   private async runTick(now: Date): Promise<TickSummary> {

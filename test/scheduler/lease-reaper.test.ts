@@ -1,10 +1,12 @@
-/** The LeaseReaper: expired leases, deadlines past their grace, retention — driven by tick(now). */
+/** The LeaseReaper (expired leases, deadlines past their grace) and the RetentionCleaner — driven by tick(now). */
+import { once } from 'node:events';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createDb } from '../../src/db/database.js';
 import { jobFindOverdue, jobReap } from '../../src/repositories/jobs.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
+import { RetentionCleaner } from '../../src/scheduler/retention-cleaner.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { type JobsApi, jobsApi } from '../http/jobs-support.js';
 import { sleep, until } from '../support/wait.js';
@@ -141,20 +143,42 @@ describe('retention', () => {
   }
   const count = async () => Number((await tdb.db.pool.query('SELECT count(*) AS n FROM job')).rows[0].n);
 
-  it('deletes final jobs older than the retention in batches, at most once a minute', async () => {
-    const sweeper = new LeaseReaper(api.stack.ctx, { batchSize: 1000 });
+  it('deletes final jobs older than the retention in batches, and leaves open and younger ones', async () => {
+    const sweeper = new RetentionCleaner(api.stack.ctx, { batchSize: 1000 });
     await finishedJobs(2_000, at(-2 * DAY));
     await finishedJobs(300, at(-2 * DAY), 'failed');
     await finishedJobs(200, at(-2 * DAY), 'cancelled');
-    await finishedJobs(10, at(-DAY + 120_000)); // younger than the retention, also a minute later
+    await finishedJobs(10, at(-DAY + 120_000)); // younger than the retention
     await api.create({ type: 'open', runAt: at(-3 * DAY).toISOString() });
-    expect((await sweeper.tick(at(0))).deleted).toBe(2_500);
+    expect(await sweeper.tick(at(0))).toBe(2_500);
     expect(await count()).toBe(11);
     await finishedJobs(5, at(-2 * DAY));
-    expect((await sweeper.tick(at(59_999))).deleted).toBe(0);
-    expect((await sweeper.tick(at(60_000))).deleted).toBe(5);
-    expect((await sweeper.tick(at(DAY + 60_000))).deleted).toBe(10);
+    expect(await sweeper.tick(at(60_000))).toBe(5);
+    expect(await sweeper.tick(at(DAY + 120_000))).toBe(10);
     expect(await count()).toBe(1);
+  });
+
+  it('stops a sweep after maxBatches statements and takes the rest in the next one', async () => {
+    const sweeper = new RetentionCleaner(api.stack.ctx, { batchSize: 100, maxBatches: 3 });
+    await tdb.db.pool.query('DELETE FROM job');
+    await finishedJobs(450, at(-2 * DAY));
+    expect(await sweeper.tick(at(0))).toBe(300);
+    expect(await sweeper.tick(at(0))).toBe(150);
+  });
+
+  it('sweeps from its own loop, once per interval', async () => {
+    await tdb.db.pool.query('DELETE FROM job');
+    await finishedJobs(20, at(-2 * DAY));
+    const loop = new RetentionCleaner(api.stack.ctx, { everyMs: 60_000 });
+    const firstSleep = once(loop.events, 'sleep');
+    loop.start();
+    try {
+      const [{ ms }] = await firstSleep;
+      expect(ms).toBe(60_000);
+      expect(await count()).toBe(0);
+    } finally {
+      await loop.stop();
+    }
   });
 });
 
@@ -182,8 +206,10 @@ describe('the loop', () => {
     const warn = vi.spyOn(logger, 'warn');
     const unreachable = createDb({ url: 'postgres://nobody:x@127.0.0.1:1/none' }); // every tick fails
     const down = new LeaseReaper({ ...api.stack.ctx, logger, db: unreachable }, { intervalMs: 20 });
+    let failures = 0;
+    const thirdFailure = new Promise<void>((resolve) => down.events.on('failed', () => ++failures === 3 && resolve()));
     down.start();
-    await until(() => warn.mock.calls.length >= 3, 'three failed ticks logged');
+    await thirdFailure;
     expect(String(warn.mock.calls[0]![1])).toMatch(/lease reaper tick failed/);
     await down.stop();
     await unreachable.destroy();
@@ -196,10 +222,11 @@ describe('the loop', () => {
     const job = await api.create({ type: 'looped' });
     await api.lease({ worker: 'w', lease: '1s' });
     clock.advance(2_000);
-    const ok = new LeaseReaper(api.stack.ctx, { intervalMs: 20 });
+    const ok = new LeaseReaper(api.stack.ctx, { intervalMs: 60_000 });
+    const firstStep = once(ok.events, 'step');
     ok.start();
     try {
-      for (let i = 0; i < 200 && (await jobOf(job.id)).state !== 'queued'; i++) await sleep(10);
+      await firstStep;
       expect((await jobOf(job.id)).state).toBe('queued');
     } finally {
       await ok.stop();

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { PeriodicScheduler } from '../../src/scheduler/periodic-scheduler.js';
@@ -39,8 +40,9 @@ async function waitForJob(taskId: string, timeoutMs: number): Promise<{ schedule
 describe('PeriodicScheduler loop', () => {
   it('submits a job within 100 ms of nextRun after being woken by the task being created', async () => {
     scheduler = new PeriodicScheduler(stack.ctx);
+    const asleep = once(scheduler.events, 'sleep');
     scheduler.start();
-    await new Promise((r) => setTimeout(r, 100)); // the loop is asleep (nothing to do, up to 30 s)
+    await asleep; // nothing to do: asleep for up to 30 s
     const firstRunAt = new Date(Date.now() + 300);
     await request(stack.app.server)
       .post('/periodic-tasks')
@@ -78,8 +80,9 @@ describe('PeriodicScheduler loop', () => {
   it('re-plans when a task is changed to run sooner', async () => {
     await request(stack.app.server).post('/periodic-tasks').send({ id: 'later', task: 't', schedule: 'every 1h' }).expect(201);
     scheduler = new PeriodicScheduler(stack.ctx);
+    const asleep = once(scheduler.events, 'sleep');
     scheduler.start();
-    await new Promise((r) => setTimeout(r, 100));
+    await asleep;
     const firstRunAt = new Date(Date.now() + 300);
     await request(stack.app.server).patch('/periodic-tasks/later').send({ firstRunAt: firstRunAt.toISOString() }).expect(200);
     const job = await waitForJob('later', 3_000);
@@ -88,8 +91,9 @@ describe('PeriodicScheduler loop', () => {
 
   it('stops promptly while asleep', async () => {
     scheduler = new PeriodicScheduler(stack.ctx);
+    const asleep = once(scheduler.events, 'sleep');
     scheduler.start();
-    await new Promise((r) => setTimeout(r, 100));
+    await asleep;
     const started = Date.now();
     await scheduler.stop();
     scheduler = null;

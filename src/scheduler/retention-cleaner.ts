@@ -1,0 +1,70 @@
+import { jobDeleteOld } from '../repositories/jobs.js';
+import type { ServiceContext } from '../services/context.js';
+import { Loop } from './loop.js';
+
+export interface CleanerOptions {
+  /** Time between sweeps (default 1 min). */
+  everyMs?: number;
+  /** Rows per statement. */
+  batchSize?: number;
+  /** Most statements per sweep; the rest waits for the next sweep, so a backlog never holds the loop long. */
+  maxBatches?: number;
+}
+
+/**
+ * Deletes final jobs (finished, failed, dropped, cancelled) older than the retention
+ * (JOBCLOCK_RETENTION), in bounded batches that skip rows another instance is deleting. Its own
+ * loop, apart from the LeaseReaper's second-by-second one: a large sweep must not delay the
+ * requeueing of expired leases.
+ */
+export class RetentionCleaner {
+  private readonly loop: Loop;
+  private readonly everyMs: number;
+  private readonly batchSize: number;
+  private readonly maxBatches: number;
+
+  constructor(
+    readonly ctx: ServiceContext,
+    options: CleanerOptions = {},
+  ) {
+    this.everyMs = options.everyMs ?? 60_000;
+    this.batchSize = options.batchSize ?? 1_000;
+    this.maxBatches = options.maxBatches ?? 20;
+    this.loop = new Loop({
+      name: 'retention sweep',
+      logger: ctx.logger,
+      clock: ctx.clock,
+      step: async () => {
+        await this.tick(this.ctx.clock.now());
+        return this.everyMs;
+      },
+      failureBackoff: { initialMs: 1_000, maxMs: this.everyMs },
+    });
+  }
+
+  /** The loop's events (step, failed, sleep, stopped), for tests to await. */
+  get events() {
+    return this.loop.events;
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+  }
+
+  /** One sweep at `now`: returns how many jobs it deleted. */
+  async tick(now: Date): Promise<number> {
+    const before = new Date(now.getTime() - this.ctx.retentionMs);
+    let total = 0;
+    for (let i = 0; i < this.maxBatches; i++) {
+      const n = await jobDeleteOld(this.ctx.db, before, this.batchSize);
+      total += n;
+      if (n < this.batchSize) break;
+    }
+    if (total > 0) this.ctx.logger.info({ deleted: total, before }, 'deleted final jobs older than the retention');
+    return total;
+  }
+}
