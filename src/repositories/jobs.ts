@@ -345,7 +345,26 @@ export async function jobGet(db: Queryable, id: string): Promise<Job | null> {
   return rows[0] ? jobFromRow(rows[0]) : null;
 }
 
-export interface JobSearchFilter {
+/** A stored entry of a job's history (see migration 0005 for what is stored and what is read from the row). */
+export interface JobEventRow {
+  at: Date;
+  kind: string;
+  attempt: number | null;
+  worker: string | null;
+  actor: string | null;
+  detail: unknown;
+}
+
+/** The stored history of a job, oldest first. */
+export async function jobEventRows(db: Queryable, id: string): Promise<JobEventRow[]> {
+  if (!isJobId(id)) return [];
+  const { rows } = await sql<JobEventRow>`
+    SELECT at, kind, attempt, worker, actor, detail FROM job_event WHERE job_id = ${id}::bigint ORDER BY id`.execute(db.kysely);
+  return rows;
+}
+
+/** Which jobs: the GET /jobs filters (and the bulk actions'). */
+export interface JobFilter {
   state?: JobState | undefined;
   type?: string | undefined;
   group?: string | undefined;
@@ -353,6 +372,13 @@ export interface JobSearchFilter {
   worker?: string | undefined;
   /** Text searched (case-insensitive substring) in args, subject and error. */
   q?: string | undefined;
+  /** Jobs whose args contain this JSON object (`@>`). */
+  argsContains?: Record<string, unknown> | undefined;
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
+}
+
+export interface JobSearchFilter extends JobFilter {
   /** Keyset: only jobs with a smaller id (the last id of the previous page). */
   beforeId?: string | undefined;
   limit: number;
@@ -363,23 +389,113 @@ export function likePattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-/** Newest first (id descending). Returns up to `limit` jobs. */
-export async function jobSearch(db: Queryable, f: JobSearchFilter): Promise<Job[]> {
-  let q = db.kysely.selectFrom('job').selectAll();
+/** The rows of `job` a filter selects, as a Kysely query to refine. */
+function filtered(db: Queryable, f: JobFilter) {
+  let q = db.kysely.selectFrom('job');
   if (f.state !== undefined) q = q.where('state', '=', f.state);
   if (f.type !== undefined) q = q.where('type', '=', f.type);
   if (f.group !== undefined) q = q.where('group_', '=', f.group);
   if (f.periodicTaskId !== undefined) q = q.where('periodic_task_id', '=', f.periodicTaskId);
   if (f.worker !== undefined) q = q.where('worker', '=', f.worker);
-  if (f.beforeId !== undefined) q = q.where(sql<boolean>`id < ${f.beforeId}::bigint`);
+  if (f.createdAfter !== undefined) q = q.where('created_at', '>=', f.createdAfter);
+  if (f.createdBefore !== undefined) q = q.where('created_at', '<', f.createdBefore);
+  if (f.argsContains !== undefined) q = q.where(sql<boolean>`args @> ${JSON.stringify(f.argsContains)}::jsonb`);
   if (f.q !== undefined && f.q !== '') {
     const p = likePattern(f.q);
     q = q.where(
       sql<boolean>`(args::text ILIKE ${p} ESCAPE '\\' OR subject ILIKE ${p} ESCAPE '\\' OR error::text ILIKE ${p} ESCAPE '\\')`,
     );
   }
+  return q;
+}
+
+/** Newest first (id descending). Returns up to `limit` jobs. */
+export async function jobSearch(db: Queryable, f: JobSearchFilter): Promise<Job[]> {
+  let q = filtered(db, f).selectAll();
+  if (f.beforeId !== undefined) q = q.where(sql<boolean>`id < ${f.beforeId}::bigint`);
   const rows = (await q.orderBy('id', 'desc').limit(f.limit).execute()) as unknown as JobRow[];
   return rows.map(jobFromRow);
+}
+
+/**
+ * Cancels up to `limit` queued or running jobs the filter selects, in one statement (the caller
+ * repeats it in bounded batches: no transaction holds many rows for long). Rows another statement
+ * holds are skipped, never waited for. Each gets a history entry with the actor. Returns how many.
+ */
+export async function jobCancelMatching(db: Queryable, f: JobFilter, limit: number, now: Date, actor: string | null): Promise<number> {
+  const picked = filtered(db, f)
+    .select(['id', 'state', 'attempts', 'worker'])
+    .where('state', 'in', ['queued', 'running'])
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked();
+  const { rows } = await sql<{ n: number }>`
+    WITH picked AS MATERIALIZED (${picked}),
+    upd AS (
+      UPDATE job j SET
+        state = 'cancelled',
+        lease_token = CASE WHEN j.state = 'running' THEN j.lease_token ELSE NULL END,
+        lease_expires_at = NULL,
+        finished_at = ${now},
+        updated_at = ${now}
+      FROM picked p WHERE j.id = p.id
+      RETURNING j.id
+    ),
+    events AS (
+      INSERT INTO job_event (job_id, at, kind, attempt, worker, actor, detail)
+      SELECT p.id, ${now}, 'cancelled', CASE WHEN p.state = 'running' THEN p.attempts END,
+             CASE WHEN p.state = 'running' THEN p.worker END, ${actor}, jsonb_build_object('from', p.state, 'bulk', true)
+      FROM picked p
+    )
+    SELECT count(*)::int AS n FROM upd`.execute(db.kysely);
+  return rows[0]?.n ?? 0;
+}
+
+/**
+ * Queues again up to `limit` failed, dropped or cancelled jobs the filter selects that hold no
+ * uniqueKey, in one statement, as POST /jobs/{id}/retry does (jobs with a uniqueKey go one by one
+ * through jobRetry, which can tell a key held by another open job). Wakes waiting workers.
+ */
+export async function jobRetryMatching(db: Queryable, f: JobFilter, limit: number, now: Date, actor: string | null): Promise<number> {
+  const picked = filtered(db, f)
+    .select(['id', 'state', 'error'])
+    .where('state', 'in', ['failed', 'dropped', 'cancelled'])
+    .where('unique_key', 'is', null)
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked();
+  const { rows } = await sql<{ n: number }>`
+    WITH picked AS MATERIALIZED (${picked}),
+    upd AS (
+      UPDATE job j SET
+        state = 'queued', run_at = ${now}, attempts = 0, worker = NULL, lease_token = NULL, lease_expires_at = NULL,
+        lease_duration = NULL, started_at = NULL, deadline = NULL, finished_at = NULL, progress = NULL, result = NULL,
+        updated_at = ${now}
+      FROM picked p WHERE j.id = p.id
+      RETURNING j.id
+    ),
+    events AS (
+      INSERT INTO job_event (job_id, at, kind, actor, detail)
+      SELECT p.id, ${now}, 'retried', ${actor}, jsonb_strip_nulls(jsonb_build_object('from', p.state, 'error', p.error, 'bulk', true))
+      FROM picked p
+    ),
+    notify AS (SELECT pg_notify(${JOBS_CHANNEL}, '') FROM upd LIMIT 1)
+    SELECT count(*)::int AS n, (SELECT count(*) FROM notify) AS notified FROM upd`.execute(db.kysely);
+  return rows[0]?.n ?? 0;
+}
+
+/** Ids of failed, dropped or cancelled jobs the filter selects that hold a uniqueKey (for jobRetry one by one). */
+export async function jobFindRetryableWithKeys(db: Queryable, f: JobFilter, limit: number): Promise<string[]> {
+  const rows = await filtered(db, f)
+    .select('id')
+    .where('state', 'in', ['failed', 'dropped', 'cancelled'])
+    .where('unique_key', 'is not', null)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => String(r.id));
 }
 
 /**
@@ -677,7 +793,8 @@ export interface ReportResult {
   verdict: ReportVerdict;
   /** The job after the report (applied or repeat, and only when asked for: jobReport's `jobs` option). */
   job: Job | null;
-  /** The job's periodic task and attempts (whenever the job exists). */
+  /** The job's type, periodic task and attempts (whenever the job exists). */
+  type: string | null;
   taskId: string | null;
   attempts: number | null;
   /** For lease-lost: the job's state now, and whether the token was the job's latest one. */
@@ -727,6 +844,7 @@ export async function jobReport(
     job: null,
     currentState: null,
     tokenMatches: false,
+    type: null,
     taskId: null,
     attempts: null,
   }));
@@ -743,8 +861,9 @@ export async function jobReport(
       ? sql.join(
           JOB_COLUMNS.map((c) => sql`CASE WHEN u.id IS NOT NULL THEN ${sql.ref(`u.${c}`)} ELSE ${sql.ref(`j.${c}`)} END AS ${sql.ref(c)}`),
         )
-      : sql`coalesce(u.periodic_task_id, j.periodic_task_id) AS periodic_task_id, coalesce(u.attempts, j.attempts) AS attempts`;
-    const returning = withJobs ? jobCols('j') : sql`j.id, j.state, j.periodic_task_id, j.attempts, j.run_at`;
+      : sql`coalesce(u.periodic_task_id, j.periodic_task_id) AS periodic_task_id, coalesce(u.attempts, j.attempts) AS attempts,
+            coalesce(u.type, j.type) AS type`;
+    const returning = withJobs ? jobCols('j') : sql`j.id, j.type, j.state, j.periodic_task_id, j.attempts, j.run_at, j.worker, j.started_at, j.error`;
     const accepted = (a: string) =>
       sql`(${sql.ref(`${a}.state`)} = 'cancelled' OR (i.outcome = 'finished' AND ${sql.ref(`${a}.state`)} = 'finished')
            OR (i.outcome = 'failed' AND ${sql.ref(`${a}.state`)} IN ('queued', 'failed')))`;
@@ -776,7 +895,17 @@ export async function jobReport(
       -- below, as repeats of it or as stale
       FROM (SELECT DISTINCT ON (id, token) * FROM input ORDER BY id, token, ord) i
       WHERE j.id = i.id AND j.lease_token = i.token AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', v.now)}
-      RETURNING ${returning}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord
+      RETURNING ${returning}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord,
+                i.outcome AS used_outcome
+    ),
+    -- the history keeps what the row cannot: the end of an attempt that failed (a finished attempt
+    -- is read from the row itself)
+    failed_events AS (
+      INSERT INTO job_event (job_id, at, kind, attempt, worker, detail)
+      SELECT u.id, ${n}, CASE WHEN u.state = 'queued' THEN 'requeued' ELSE 'failed' END, u.attempts, u.worker,
+             jsonb_strip_nulls(jsonb_build_object('error', u.error, 'startedAt', ${iso(sql`u.started_at`)},
+               'retryAt', CASE WHEN u.state = 'queued' THEN ${iso(sql`u.run_at`)} END))
+      FROM upd u WHERE u.used_outcome = 'failed' AND u.state IN ('queued', 'failed')
     ),
     saved AS (
       UPDATE periodic_task t SET state = s.task_state
@@ -817,6 +946,7 @@ export async function jobReport(
     res.verdict = r.verdict;
     res.currentState = r.cur_state;
     res.tokenMatches = r.token_matches === true;
+    res.type = r.type ?? null;
     res.taskId = r.periodic_task_id ?? null;
     res.attempts = r.attempts ?? null;
     res.job = withJobs && (r.verdict === 'applied' || r.verdict === 'repeat') ? jobFromRow(r) : null;
@@ -839,17 +969,27 @@ async function changeOrExplain(db: Queryable, id: string, rows: JobRow[]): Promi
  * queued or running → cancelled. A running job keeps its lease token, so that its worker's next
  * heartbeat answers cancel: true and its report is accepted; a queued job's old token is cleared.
  */
-export async function jobCancel(db: Queryable, id: string, now: Date): Promise<ChangeResult> {
+export async function jobCancel(db: Queryable, id: string, now: Date, actor: string | null = null): Promise<ChangeResult> {
   if (!isJobId(id)) return { outcome: 'not_found' };
   const { rows } = await sql<JobRow>`
-    UPDATE job SET
-      state = 'cancelled',
-      lease_token = CASE WHEN state = 'running' THEN lease_token ELSE NULL END,
-      lease_expires_at = NULL,
-      finished_at = ${now},
-      updated_at = ${now}
-    WHERE id = ${id}::bigint AND state IN ${OPEN}
-    RETURNING *`.execute(db.kysely);
+    WITH old AS (SELECT id, state, attempts, worker FROM job WHERE id = ${id}::bigint AND state IN ${OPEN}),
+    upd AS (
+      UPDATE job j SET
+        state = 'cancelled',
+        lease_token = CASE WHEN j.state = 'running' THEN j.lease_token ELSE NULL END,
+        lease_expires_at = NULL,
+        finished_at = ${now},
+        updated_at = ${now}
+      FROM old WHERE j.id = old.id AND j.state IN ${OPEN}
+      RETURNING j.*
+    ),
+    events AS (
+      INSERT INTO job_event (job_id, at, kind, attempt, worker, actor, detail)
+      SELECT old.id, ${now}, 'cancelled', CASE WHEN old.state = 'running' THEN old.attempts END,
+             CASE WHEN old.state = 'running' THEN old.worker END, ${actor}, jsonb_build_object('from', old.state)
+      FROM old JOIN upd u ON u.id = old.id
+    )
+    SELECT * FROM upd`.execute(db.kysely);
   return changeOrExplain(db, id, rows);
 }
 
@@ -858,17 +998,28 @@ export async function jobCancel(db: Queryable, id: string, now: Date): Promise<C
  * more tries; the last error stays on the job until the next outcome replaces it). Wakes waiting
  * workers. A uniqueKey now held by another open job makes it a conflict.
  */
-export async function jobRetry(db: Queryable, id: string, now: Date): Promise<ChangeResult | { outcome: 'unique_conflict' }> {
+export async function jobRetry(
+  db: Queryable,
+  id: string,
+  now: Date,
+  actor: string | null = null,
+): Promise<ChangeResult | { outcome: 'unique_conflict' }> {
   if (!isJobId(id)) return { outcome: 'not_found' };
   try {
     const { rows } = await sql<JobRow>`
-      WITH upd AS (
+      WITH old AS (SELECT id, state, error FROM job WHERE id = ${id}::bigint AND state IN ('failed', 'dropped', 'cancelled')),
+      upd AS (
         UPDATE job SET
           state = 'queued', run_at = ${now}, attempts = 0, worker = NULL, lease_token = NULL, lease_expires_at = NULL,
           lease_duration = NULL, started_at = NULL, deadline = NULL, finished_at = NULL, progress = NULL, result = NULL,
           updated_at = ${now}
         WHERE id = ${id}::bigint AND state IN ('failed', 'dropped', 'cancelled')
         RETURNING *
+      ),
+      events AS (
+        INSERT INTO job_event (job_id, at, kind, actor, detail)
+        SELECT old.id, ${now}, 'retried', ${actor}, jsonb_strip_nulls(jsonb_build_object('from', old.state, 'error', old.error))
+        FROM old JOIN upd u ON u.id = old.id
       ),
       notify AS (SELECT pg_notify(${JOBS_CHANNEL}, '') FROM upd)
       SELECT u.*, (SELECT count(*) FROM notify) AS notified FROM upd u`.execute(db.kysely);
@@ -891,7 +1042,7 @@ export async function jobReleaseLeases(db: Queryable, leases: { id: string; leas
       SELECT * FROM unnest(${leases.map((l) => l.id)}::bigint[], ${leases.map((l) => l.leaseToken)}::uuid[]) AS g(id, token)
     ),
     before AS (
-      SELECT j.id, j.periodic_task_id, j.started_at
+      SELECT j.id, j.periodic_task_id, j.started_at, j.attempts, j.worker
       FROM job j JOIN given g ON j.id = g.id AND j.lease_token = g.token
       WHERE j.state = 'running'
     ),
@@ -908,6 +1059,12 @@ export async function jobReleaseLeases(db: Queryable, leases: { id: string; leas
       FROM before b JOIN upd u ON u.id = b.id
       WHERE t.id = b.periodic_task_id AND t.last_run = b.started_at
     ),
+    events AS (
+      INSERT INTO job_event (job_id, at, kind, attempt, worker, detail)
+      SELECT b.id, ${now}, 'given-back', b.attempts, b.worker,
+             jsonb_build_object('startedAt', ${iso(sql`b.started_at`)}, 'reason', 'the worker disconnected before it received the lease')
+      FROM before b JOIN upd u ON u.id = b.id
+    ),
     notify AS (SELECT pg_notify(${JOBS_CHANNEL}, '') FROM upd LIMIT 1)
     SELECT (SELECT count(*) FROM upd)::int AS released, (SELECT count(*) FROM notify) AS notified`.execute(db.kysely);
   return rows[0]?.released ?? 0;
@@ -919,7 +1076,7 @@ export interface JobPatch {
 }
 
 /** Changes priority and/or runAt of a queued job. A new runAt wakes waiting workers. */
-export async function jobPatch(db: Queryable, id: string, patch: JobPatch, now: Date): Promise<ChangeResult> {
+export async function jobPatch(db: Queryable, id: string, patch: JobPatch, now: Date, actor: string | null = null): Promise<ChangeResult> {
   if (!isJobId(id)) return { outcome: 'not_found' };
   const { rows } = await sql<JobRow>`
     WITH upd AS (
@@ -930,7 +1087,14 @@ export async function jobPatch(db: Queryable, id: string, patch: JobPatch, now: 
       WHERE id = ${id}::bigint AND state = 'queued'
       RETURNING *
     ),
-    notify AS (SELECT pg_notify(${JOBS_CHANNEL}, (extract(epoch FROM run_at) * 1000)::bigint::text) FROM upd WHERE ${patch.runAt !== undefined})
+    notify AS (SELECT pg_notify(${JOBS_CHANNEL}, (extract(epoch FROM run_at) * 1000)::bigint::text) FROM upd WHERE ${patch.runAt !== undefined}),
+    events AS (
+      INSERT INTO job_event (job_id, at, kind, actor, detail)
+      SELECT u.id, ${now}, 'patched', ${actor},
+             jsonb_strip_nulls(jsonb_build_object('priority', ${patch.priority ?? null}::int,
+               'runAt', ${patch.runAt === undefined ? null : patch.runAt.toISOString()}::text))
+      FROM upd u
+    )
     SELECT u.*, (SELECT count(*) FROM notify) AS notified FROM upd u`.execute(db.kysely);
   return changeOrExplain(db, id, rows);
 }
@@ -1023,6 +1187,13 @@ export async function jobReap(db: Queryable, actions: readonly ReapAction[], now
       WHERE j.id = i.id AND j.lease_token = i.token AND j.state = 'running'
       RETURNING j.*
     ),
+    events AS (
+      INSERT INTO job_event (job_id, at, kind, attempt, worker, detail)
+      SELECT u.id, ${n}, CASE WHEN u.error->>'kind' = 'timebox' THEN 'timed-out' ELSE 'lease-expired' END, u.attempts, u.worker,
+             jsonb_strip_nulls(jsonb_build_object('error', u.error, 'startedAt', ${iso(sql`u.started_at`)},
+               'retryAt', CASE WHEN u.state = 'queued' THEN ${iso(sql`u.run_at`)} END))
+      FROM upd u
+    ),
     notify AS (SELECT pg_notify(${JOBS_CHANNEL}, '') FROM upd WHERE state = 'queued' LIMIT 1)
     SELECT u.*, (SELECT count(*) FROM notify) AS notified FROM upd u`.execute(db.kysely);
   return rows.map(jobFromRow);
@@ -1030,12 +1201,17 @@ export async function jobReap(db: Queryable, actions: readonly ReapAction[], now
 
 /** Deletes up to `limit` final jobs that finished before `before`. Returns how many. */
 export async function jobDeleteOld(db: Queryable, before: Date, limit: number): Promise<number> {
-  const result = await sql`
-    DELETE FROM job WHERE id IN (
-      SELECT id FROM job
-      WHERE state IN ('finished', 'failed', 'dropped', 'cancelled') AND finished_at < ${before}::timestamptz
-      LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )`.execute(db.kysely);
-  return Number(result.numAffectedRows ?? 0);
+  const { rows } = await sql<{ deleted: number }>`
+    WITH gone AS (
+      DELETE FROM job WHERE id IN (
+        SELECT id FROM job
+        WHERE state IN ('finished', 'failed', 'dropped', 'cancelled') AND finished_at < ${before}::timestamptz
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      RETURNING id
+    ),
+    events AS (DELETE FROM job_event e USING gone g WHERE e.job_id = g.id)
+    SELECT count(*)::int AS deleted FROM gone`.execute(db.kysely);
+  return rows[0]?.deleted ?? 0;
 }

@@ -250,6 +250,15 @@ export async function jobOpenOfTask(db: Executor, taskId: string): Promise<strin
  * error saying why). A running job keeps its lease token, so its worker's next heartbeat answers
  * `cancel: true`; a queued job's old token is cleared.
  */
+/** The history entry of a job cancelled by policy replace (a kept lease token: it was running). */
+function replacedEvents(cte: string, now: Date) {
+  return sql`INSERT INTO job_event (job_id, at, kind, attempt, worker, actor, detail)
+    SELECT c.id, ${now}, 'cancelled', CASE WHEN c.lease_token IS NOT NULL THEN c.attempts END,
+           CASE WHEN c.lease_token IS NOT NULL THEN c.worker END, 'policy:replace',
+           jsonb_build_object('from', CASE WHEN c.lease_token IS NOT NULL THEN 'running' ELSE 'queued' END, 'error', c.error)
+    FROM ${sql.table(cte)} c`;
+}
+
 function replacedSet(now: Date) {
   return sql`state = 'cancelled',
            lease_token = CASE WHEN state = 'running' THEN lease_token ELSE NULL END,
@@ -268,10 +277,14 @@ export async function jobCancelOpenOfTasks(
 ): Promise<{ id: string; periodicTaskId: string }[]> {
   if (taskIds.length === 0) return [];
   const { rows } = await sql<{ id: number; periodic_task_id: string }>`
-    UPDATE job
-       SET ${replacedSet(now)}
-     WHERE periodic_task_id = ANY(${taskIds}::text[]) AND state IN ('queued', 'running')
-    RETURNING id, periodic_task_id`.execute(db.kysely);
+    WITH cancelled AS (
+      UPDATE job
+         SET ${replacedSet(now)}
+       WHERE periodic_task_id = ANY(${taskIds}::text[]) AND state IN ('queued', 'running')
+      RETURNING id, periodic_task_id, lease_token, attempts, worker, error
+    ),
+    events AS (${replacedEvents('cancelled', now)})
+    SELECT id, periodic_task_id FROM cancelled`.execute(db.kysely);
   return rows.map((r) => ({ id: String(r.id), periodicTaskId: r.periodic_task_id }));
 }
 
@@ -347,7 +360,9 @@ export async function taskAdvanceAndSubmit(db: Executor, w: BatchWrite, now: Dat
       UPDATE job
          SET ${replacedSet(now)}
        WHERE periodic_task_id = ANY(${w.replace}::text[]) AND state IN ('queued', 'running')
-      RETURNING id, periodic_task_id
+      RETURNING id, periodic_task_id, lease_token, attempts, worker, error
+    ), cancel_events AS (
+      ${replacedEvents('cancelled', now)}
     ), inserted AS (
       INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
                        periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,

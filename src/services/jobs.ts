@@ -17,6 +17,11 @@ import {
   type ChangeResult,
   isJobId,
   jobCancel,
+  jobCancelMatching,
+  jobEventRows,
+  type JobFilter,
+  jobFindRetryableWithKeys,
+  jobRetryMatching,
   jobEarliestFutureRunAt,
   jobFindOpenByUniqueKeys,
   jobGet,
@@ -38,6 +43,7 @@ import {
   type ReportResult,
   type ReportVerdict,
 } from '../repositories/jobs.js';
+import { type JobEvent, jobHistory } from '../domain/job-history.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { JobWaiters } from './job-waiters.js';
@@ -85,6 +91,8 @@ export interface JobListRequest extends Omit<JobSearchFilter, 'beforeId'> {
 }
 
 const UNIQUE_RETRIES = 5;
+/** Jobs per statement of a bulk action. */
+const BULK_BATCH = 500;
 
 function leaseLost(id: string, outcome: string, state: JobState | null, tokenMatches: boolean): DomainError {
   return new DomainError('lease_lost', leaseLostDetail(id, outcome, state, tokenMatches));
@@ -226,6 +234,50 @@ export class JobService {
     return job;
   }
 
+  /**
+   * Cancels the queued and running jobs a filter selects, at most `limit`, in statements of at most
+   * BULK_BATCH jobs each (each its own short transaction: the worker loop's rows are never held
+   * long, and rows it holds are skipped).
+   */
+  async cancelMatching(filter: JobFilter, limit: number, actor: string | null): Promise<number> {
+    let affected = 0;
+    while (affected < limit) {
+      const n = await jobCancelMatching(this.db, filter, Math.min(BULK_BATCH, limit - affected), this.ctx.clock.now(), actor);
+      affected += n;
+      if (n === 0) break;
+    }
+    this.ctx.logger.info({ filter, affected, actor }, 'jobs cancelled in bulk');
+    return affected;
+  }
+
+  /**
+   * Queues again the failed, dropped and cancelled jobs a filter selects, at most `limit`, in
+   * statements of at most BULK_BATCH jobs; a job whose uniqueKey another open job holds stays as it is.
+   */
+  async retryMatching(filter: JobFilter, limit: number, actor: string | null): Promise<number> {
+    let affected = 0;
+    while (affected < limit) {
+      const n = await jobRetryMatching(this.db, filter, Math.min(BULK_BATCH, limit - affected), this.ctx.clock.now(), actor);
+      affected += n;
+      if (n === 0) break;
+    }
+    if (affected < limit) {
+      for (const id of await jobFindRetryableWithKeys(this.db, filter, limit - affected)) {
+        const r = await jobRetry(this.db, id, this.ctx.clock.now(), actor);
+        if (r.outcome === 'ok') affected++;
+      }
+    }
+    this.ctx.logger.info({ filter, affected, actor }, 'jobs queued again in bulk');
+    return affected;
+  }
+
+  /** The job's history, oldest first (see domain/job-history.ts). */
+  async events(id: string): Promise<JobEvent[]> {
+    const job = await this.get(id);
+    const stored = await jobEventRows(this.db, id);
+    return jobHistory(job, stored);
+  }
+
   async list(req: JobListRequest): Promise<{ items: Job[]; nextCursor: string | null }> {
     const beforeId = req.cursor === undefined ? undefined : decodeCursor('j', req.cursor, isJobId);
     const items = await jobSearch(this.db, { ...req, beforeId, limit: req.limit + 1 });
@@ -247,22 +299,22 @@ export class JobService {
     }
   }
 
-  async patch(id: string, patch: JobPatch): Promise<Job> {
-    const r = await jobPatch(this.db, id, patch, this.ctx.clock.now());
+  async patch(id: string, patch: JobPatch, actor: string | null = null): Promise<Job> {
+    const r = await jobPatch(this.db, id, patch, this.ctx.clock.now(), actor);
     const job = this.explain(id, r, 'changing priority or runAt', 'queued');
     this.ctx.logger.debug({ jobId: id, ...patch }, 'job changed');
     return job;
   }
 
-  async cancel(id: string): Promise<Job> {
-    const r = await jobCancel(this.db, id, this.ctx.clock.now());
+  async cancel(id: string, actor: string | null = null): Promise<Job> {
+    const r = await jobCancel(this.db, id, this.ctx.clock.now(), actor);
     const job = this.explain(id, r, 'cancelling', 'queued or running');
     this.ctx.logger.info({ jobId: id, taskId: job.periodicTaskId ?? undefined, worker: job.worker ?? undefined }, 'job cancelled');
     return job;
   }
 
-  async retry(id: string): Promise<Job> {
-    const r = await jobRetry(this.db, id, this.ctx.clock.now());
+  async retry(id: string, actor: string | null = null): Promise<Job> {
+    const r = await jobRetry(this.db, id, this.ctx.clock.now(), actor);
     const job = this.explain(id, r, 'retrying', 'failed, dropped or cancelled');
     this.ctx.logger.info({ jobId: id, taskId: job.periodicTaskId ?? undefined }, 'job queued again by retry');
     return job;

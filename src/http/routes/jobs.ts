@@ -2,6 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ProblemSchema, standardErrors } from '../schemas/common.js';
 import {
+  BulkActionBody,
+  BulkActionResponse,
   CreateJobBatchBody,
   CreateJobBody,
   FailedBody,
@@ -11,6 +13,8 @@ import {
   HeartbeatResponse,
   JobBatchSchema,
   jobDto,
+  jobEventDto,
+  JobEventsResponse,
   JobIdParams,
   JobListQuery,
   JobListSchema,
@@ -18,6 +22,7 @@ import {
   LeaseBody,
   leasedJobDto,
   LeaseResponse,
+  MAX_BULK,
   PatchJobBody,
   ReportsBody,
   ReportsResponse,
@@ -108,7 +113,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
         },
       },
-      async (request) => jobDto(await jobs.patch(request.params.id, request.body)),
+      async (request) => jobDto(await jobs.patch(request.params.id, request.body, request.role)),
     );
 
     app.post(
@@ -123,7 +128,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
         },
       },
-      async (request) => jobDto(await jobs.cancel(request.params.id)),
+      async (request) => jobDto(await jobs.cancel(request.params.id, request.role)),
     );
 
     app.post(
@@ -138,7 +143,59 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
         },
       },
-      async (request) => jobDto(await jobs.retry(request.params.id)),
+      async (request) => jobDto(await jobs.retry(request.params.id, request.role)),
+    );
+
+    app.get(
+      '/jobs/:id/events',
+      {
+        config: { access: 'jobs:read' },
+        schema: {
+          tags: ['jobs'],
+          summary: "A job's history, oldest first",
+          description:
+            'Created, each lease (worker, attempt), each outcome (finished, failed with its error, requeued after a failure ' +
+            'with the backoff, lease expired, timed out, dropped with the reason), and every action taken through the API ' +
+            '(patch, cancel, retry) with the role that took it.',
+          params: JobIdParams,
+          response: { 200: JobEventsResponse, ...standardErrors, ...notFound },
+        },
+      },
+      async (request) => ({ items: (await jobs.events(request.params.id)).map(jobEventDto) }),
+    );
+
+    app.post(
+      '/jobs/cancel',
+      {
+        config: { access: 'jobs:manage' },
+        schema: {
+          tags: ['jobs'],
+          summary: 'Cancel the queued and running jobs a filter selects',
+          description: `At most limit (default and maximum ${MAX_BULK}), in bounded batches.`,
+          body: BulkActionBody,
+          response: { 200: BulkActionResponse, ...standardErrors },
+        },
+      },
+      async (request) => ({
+        affected: await jobs.cancelMatching(request.body.filter, request.body.limit ?? MAX_BULK, request.role),
+      }),
+    );
+
+    app.post(
+      '/jobs/retry',
+      {
+        config: { access: 'jobs:manage' },
+        schema: {
+          tags: ['jobs'],
+          summary: 'Queue again the failed, dropped and cancelled jobs a filter selects',
+          description: `At most limit (default and maximum ${MAX_BULK}), in bounded batches. A job whose uniqueKey another open job holds is left as it is.`,
+          body: BulkActionBody,
+          response: { 200: BulkActionResponse, ...standardErrors },
+        },
+      },
+      async (request) => ({
+        affected: await jobs.retryMatching(request.body.filter, request.body.limit ?? MAX_BULK, request.role),
+      }),
     );
 
     // ---- workers

@@ -4,9 +4,10 @@
  * saying so.
  */
 import { z } from 'zod';
-import { body, INT32_MAX, MAX_NAME, name, Priority, Timestamp } from './common.js';
+import { body, INT32_MAX, MAX_NAME, name, Priority, Timestamp, TimestampOut } from './common.js';
 import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
 import { DomainError } from '../../domain/errors.js';
+import type { JobEvent } from '../../domain/job-history.js';
 import {
   JOB_STATES,
   type Job,
@@ -302,22 +303,95 @@ export const JobBatchSchema = z.object({ jobs: z.array(JobSchema) }).meta({ id: 
 
 export const JobIdParams = z.strictObject({ id: z.string().meta({ example: '1042' }) });
 
-export const JobListQuery = z
+/** A JSON object whose every member a job's args must contain (PostgreSQL's `@>`). */
+const ArgsContainsObject = z
+  .record(z.string(), z.unknown())
+  .meta({ description: 'Jobs whose args contain this JSON object (as PostgreSQL\'s @>).', example: { customer: 42 } });
+
+/** In a query string the object comes as JSON text. */
+const ArgsContainsText = z
+  .string()
+  .max(10_000)
+  .transform((text, ctx) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'argsContains must be a JSON object, like {"customer":42}' });
+      return z.NEVER;
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      ctx.addIssue({ code: 'custom', message: 'argsContains must be a JSON object, like {"customer":42}' });
+      return z.NEVER;
+    }
+    return value as Record<string, unknown>;
+  })
+  .meta({ description: 'A JSON object (URL-encoded): jobs whose args contain it, as PostgreSQL\'s @>.', example: '{"customer":42}' });
+
+/** The filters of GET /jobs, shared with the bulk actions. */
+const jobFilterShape = {
+  state: z.enum(JOB_STATES).optional(),
+  type: name('type', 'mail.send').optional(),
+  group: name('group', 'default').optional(),
+  periodicTaskId: name('periodicTaskId', 'nightly-report').optional(),
+  worker: name('worker', 'worker-7').optional(),
+  q: z.string().min(1).max(MAX_NAME).optional().meta({ description: 'Case-insensitive text searched in args, subject and error.' }),
+  createdAfter: Timestamp.optional().meta({ description: 'Only jobs created at or after this time.' }),
+  createdBefore: Timestamp.optional().meta({ description: 'Only jobs created before this time.' }),
+};
+
+export const JobListQuery = z.strictObject({
+  ...jobFilterShape,
+  argsContains: ArgsContainsText.optional(),
+  limit: z.coerce
+    .number({ error: 'limit must be a whole number from 1 to 1000' })
+    .int('limit must be a whole number from 1 to 1000')
+    .min(1, 'limit must be at least 1')
+    .max(1000, 'limit must be at most 1000')
+    .default(100),
+  cursor: z.string().min(1).max(100).optional().meta({ description: 'nextCursor of the previous page.' }),
+});
+
+export const MAX_BULK = 10_000;
+
+export const BulkActionBody = z
   .strictObject({
-    state: z.enum(JOB_STATES).optional(),
-    type: name('type', 'mail.send').optional(),
-    group: name('group', 'default').optional(),
-    periodicTaskId: name('periodicTaskId', 'nightly-report').optional(),
-    worker: name('worker', 'worker-7').optional(),
-    q: z.string().min(1).max(MAX_NAME).optional().meta({ description: 'Case-insensitive text searched in args, subject and error.' }),
-    limit: z.coerce
-      .number({ error: 'limit must be a whole number from 1 to 1000' })
-      .int('limit must be a whole number from 1 to 1000')
+    filter: z.strictObject({ ...jobFilterShape, argsContains: ArgsContainsObject.optional() }).meta({
+      description: 'The GET /jobs filters. Cancel acts on the queued and running jobs among them, retry on the failed, dropped and cancelled ones.',
+    }),
+    limit: z
+      .number()
+      .int()
       .min(1, 'limit must be at least 1')
-      .max(1000, 'limit must be at most 1000')
-      .default(100),
-    cursor: z.string().min(1).max(100).optional().meta({ description: 'nextCursor of the previous page.' }),
-  });
+      .max(MAX_BULK, `limit must be at most ${MAX_BULK}`)
+      .optional()
+      .meta({ description: `Most jobs acted on; default and maximum ${MAX_BULK}.` }),
+  })
+  .meta({ id: 'BulkAction', example: { filter: { type: 'mail.send', state: 'failed' }, limit: 500 } });
+
+export const BulkActionResponse = z
+  .object({ affected: z.number().int().meta({ description: 'Jobs the action changed.' }) })
+  .meta({ id: 'BulkActionResult' });
+
+export const JobEventSchema = z
+  .object({
+    at: TimestampOut,
+    kind: z.string().meta({
+      description:
+        'created, leased, finished, requeued (a failure with attempts left), failed, lease-expired, timed-out, given-back, dropped, cancelled, retried, patched',
+    }),
+    attempt: z.number().int().nullable(),
+    worker: z.string().nullable(),
+    actor: z.string().nullable().meta({ description: 'The role that took a manual action (admin, producer, …), or policy:replace.' }),
+    detail: z.unknown(),
+  })
+  .meta({ id: 'JobEvent' });
+
+export const JobEventsResponse = z.object({ items: z.array(JobEventSchema) }).meta({ id: 'JobEvents' });
+
+export function jobEventDto(e: JobEvent) {
+  return { at: e.at.toISOString(), kind: e.kind, attempt: e.attempt, worker: e.worker, actor: e.actor, detail: e.detail ?? null };
+}
 
 export const PatchJobBody = body(
   {
