@@ -63,6 +63,7 @@ export interface JobTable {
   error: Json;
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  traceparent: string | null;
 }
 
 export interface KyselyMigrationTable {

@@ -93,6 +93,8 @@ export interface Job {
   error: unknown;
   createdAt: Date;
   updatedAt: Date;
+  /** W3C Trace Context of the producer's request, handed to the worker with the lease. */
+  traceparent: string | null;
 }
 
 /** A job as handed to a worker by a lease. */
@@ -114,6 +116,7 @@ export interface NewJob {
   timebox?: number | null | undefined;
   subject?: string | null | undefined;
   submitter?: string | null | undefined;
+  traceparent?: string | null | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------

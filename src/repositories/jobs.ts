@@ -94,6 +94,7 @@ export interface JobRow {
   error: unknown;
   created_at: Date;
   updated_at: Date;
+  traceparent: string | null;
 }
 
 /** Every column of `job`, in table order (for statements that pick each column from two sources). */
@@ -127,6 +128,7 @@ export const JOB_COLUMNS = [
   'error',
   'created_at',
   'updated_at',
+  'traceparent',
 ] as const satisfies readonly (keyof JobRow)[];
 
 /**
@@ -164,6 +166,7 @@ export function jobFromRow(r: JobRow): Job {
     error: r.error ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    traceparent: r.traceparent,
   };
 }
 
@@ -199,7 +202,7 @@ const JOBS_CHANNEL = sql.lit(CHANNELS.jobs);
 /** A job ready to insert: defaults applied, durations in ms. */
 export type JobInsertRow = Pick<
   Job,
-  'type' | 'group' | 'args' | 'subject' | 'submitter' | 'priority' | 'runAt' | 'maxAttempts' | 'uniqueKey' | 'timebox'
+  'type' | 'group' | 'args' | 'subject' | 'submitter' | 'priority' | 'runAt' | 'maxAttempts' | 'uniqueKey' | 'timebox' | 'traceparent'
 >;
 
 /** The job a row becomes when inserted with `id` at `now` (every column is set by the INSERT). */
@@ -230,6 +233,7 @@ function insertedJob(j: JobInsertRow, id: number | string, now: Date): Job {
     error: null,
     createdAt: now,
     updatedAt: now,
+    traceparent: j.traceparent,
   };
 }
 
@@ -253,19 +257,20 @@ export async function jobInsert(db: Queryable, j: JobInsertRow, now: Date): Prom
     maxAttempts: j.maxAttempts,
     uniqueKey: j.uniqueKey,
     timebox: j.timebox,
+    traceparent: j.traceparent,
     now,
   };
   const rows = await compiledOnce(db, unique ? 'insert+unique' : 'insert', values, (v) => sql<{ id: number }>`
-    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, created_at, updated_at)
+    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
     VALUES (${v.type}, ${v.group}, ${v.args}::jsonb, ${v.subject}, ${v.submitter}, ${v.priority}, ${v.runAt}, ${v.maxAttempts},
-            ${v.uniqueKey}, ${v.timebox}, ${v.now}, ${v.now})
+            ${v.uniqueKey}, ${v.timebox}, ${v.traceparent}, ${v.now}, ${v.now})
     ${unique ? ON_UNIQUE_KEY_CONFLICT : sql``}
     RETURNING id`);
   return rows[0] ? insertedJob(j, rows[0].id, now) : null;
 }
 
 const INSERT_RECORD = sql`i(ord int, type text, group_ text, args jsonb, subject text, submitter text, priority int,
-  run_at timestamptz, max_attempts int, unique_key text, timebox bigint)`;
+  run_at timestamptz, max_attempts int, unique_key text, timebox bigint, traceparent text)`;
 
 /**
  * Inserts many jobs with ONE multi-row INSERT (all or nothing). Returns, in input order, each
@@ -293,13 +298,14 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsertRow[]
       max_attempts: j.maxAttempts,
       unique_key: j.uniqueKey,
       timebox: j.timebox,
+      traceparent: j.traceparent,
     })),
   );
   const values = { input, now };
   if (!jobs.some((j) => j.uniqueKey !== null)) {
     const rows = await compiledOnce(db, 'insert-many', values, (v) => sql<{ id: number }>`
-      INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, created_at, updated_at)
-      SELECT type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, ${v.now}::timestamptz, ${v.now}::timestamptz
+      INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
+      SELECT type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, ${v.now}::timestamptz, ${v.now}::timestamptz
       FROM jsonb_to_recordset(${v.input}::jsonb) AS ${INSERT_RECORD}
       RETURNING id`);
     if (rows.length !== jobs.length) throw new Error(`inserted ${rows.length} of ${jobs.length} jobs`);
@@ -314,9 +320,9 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsertRow[]
       SELECT nextval(seq.s) AS new_id, i.* FROM seq, jsonb_to_recordset(${v.input}::jsonb) AS ${INSERT_RECORD}
     ),
     ins AS (
-      INSERT INTO job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, created_at, updated_at)
+      INSERT INTO job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
       OVERRIDING SYSTEM VALUE
-      SELECT new_id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, ${n}, ${n}
+      SELECT new_id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, ${n}, ${n}
       FROM input ORDER BY ord
       ${ON_UNIQUE_KEY_CONFLICT}
       RETURNING id

@@ -166,6 +166,7 @@ export class JobService {
       maxAttempts: j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
       uniqueKey: j.uniqueKey ?? null,
       timebox: j.timebox ?? null,
+      traceparent: j.traceparent ?? null,
     };
   }
 

@@ -69,6 +69,7 @@ const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => ({
   maxAttempts: 3,
   uniqueKey: null,
   timebox: null,
+  traceparent: null,
   ...over,
 });
 

@@ -1,4 +1,5 @@
 /** A job's history (GET /jobs/{id}/events), search by args and creation time, and the bulk actions. */
+import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
@@ -201,5 +202,42 @@ describe('bulk actions', () => {
       expect(res.status, JSON.stringify(bad)).toBe(400);
     }
     expect((await api.get('/jobs?state=queued', admin)).body.items).toHaveLength(1);
+  });
+});
+
+describe('traceparent', () => {
+  const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  const TP2 = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+  it('keeps the producer request\'s traceparent header with the job and hands it to the worker in the lease', async () => {
+    const res = await api.post('/jobs', { type: 'trace' }, admin);
+    expect(res.body.traceparent).toBeNull();
+    const traced = await request(api.stack.app.server)
+      .post('/jobs')
+      .set('authorization', admin)
+      .set('traceparent', TP)
+      .send({ type: 'trace.on' });
+    expect(traced.status).toBe(201);
+    expect(traced.body.traceparent).toBe(TP);
+    const leased = await api.post('/jobs/next', { worker: 'w', types: ['trace.on'] }, admin);
+    expect(leased.body.jobs[0].traceparent).toBe(TP);
+  });
+
+  it('takes the body field over the header, ignores an invalid header, and refuses an invalid field', async () => {
+    const withBoth = await request(api.stack.app.server)
+      .post('/jobs/batch')
+      .set('authorization', admin)
+      .set('traceparent', TP)
+      .send({ jobs: [{ type: 'trace.b', traceparent: TP2 }, { type: 'trace.b' }] });
+    expect(withBoth.status).toBe(201);
+    expect(withBoth.body.jobs.map((j: { traceparent: string }) => j.traceparent)).toEqual([TP2, TP]);
+    const badHeader = await request(api.stack.app.server).post('/jobs').set('authorization', admin).set('traceparent', 'nonsense').send({ type: 'trace.c' });
+    expect(badHeader.status).toBe(201);
+    expect(badHeader.body.traceparent).toBeNull();
+    for (const bad of ['00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'x']) {
+      const res = await api.post('/jobs', { type: 'trace.d', traceparent: bad }, admin);
+      expect(res.status, bad).toBe(400);
+      expect(res.body.errors[0].path).toBe('/traceparent');
+    }
   });
 });

@@ -26,6 +26,7 @@ import {
   PatchJobBody,
   ReportsBody,
   ReportsResponse,
+  TRACEPARENT_PATTERN,
 } from '../schemas/jobs.js';
 import type { ReportVerdict } from '../../services/jobs.js';
 import type { RouteDeps } from './index.js';
@@ -35,6 +36,16 @@ const conflict = { 409: ProblemSchema } as const;
 
 /** A batched report's result carries the status its single report would have had. */
 const REPORT_STATUS: Record<ReportVerdict, 200 | 404 | 409> = { applied: 200, repeat: 200, 'not-found': 404, 'lease-lost': 409 };
+
+/**
+ * A job keeps the trace it was created in: its own traceparent field, else the request's W3C
+ * `traceparent` header (an invalid header is ignored, as Trace Context asks of receivers).
+ */
+function withTraceparent<J extends { traceparent?: string | null | undefined }>(job: J, header: string | string[] | undefined): J {
+  if (job.traceparent !== undefined || typeof header !== 'string') return job;
+  const value = header.trim().toLowerCase();
+  return TRACEPARENT_PATTERN.test(value) && !value.startsWith('ff') ? { ...job, traceparent: value } : job;
+}
 
 /** Jobs (producers, readers, managers) and the worker protocol. Thin: parse, call one service method, answer. */
 export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
@@ -53,7 +64,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const { job, created } = await jobs.create(request.body);
+        const { job, created } = await jobs.create(withTraceparent(request.body, request.headers.traceparent));
         return reply.status(created ? 201 : 200).send(jobDto(job));
       },
     );
@@ -70,7 +81,8 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const created = await jobs.createMany(request.body.jobs);
+        const trace = request.headers.traceparent;
+        const created = await jobs.createMany(request.body.jobs.map((j) => withTraceparent(j, trace)));
         return reply.status(201).send({ jobs: created.map(jobDto) });
       },
     );

@@ -133,6 +133,10 @@ export const JobSchema = z
     error: z.unknown().meta({ description: 'The latest error: reported by the worker, or recorded by jobclock (kind lease_expired, timebox, dropped).' }),
     createdAt: When,
     updatedAt: When,
+    traceparent: z
+      .string()
+      .nullable()
+      .meta({ description: 'W3C Trace Context of the request that created the job; a worker continues the trace from it.' }),
   })
   .meta({
     id: 'Job',
@@ -163,6 +167,7 @@ export const JobSchema = z
       error: null,
       createdAt: '2026-11-20T08:59:59.120Z',
       updatedAt: '2026-11-20T08:59:59.120Z',
+      traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
     },
   });
 
@@ -233,6 +238,7 @@ export function jobDto(job: Job): JobDto {
     error: job.error,
     createdAt: isoOf(job.createdAt),
     updatedAt: isoOf(job.updatedAt),
+    traceparent: job.traceparent,
   };
 }
 
@@ -260,6 +266,14 @@ export const JobListSchema = z
 
 const NullableText = z.string().nullable().optional();
 
+/** W3C Trace Context `traceparent`: version-traceid-parentid-flags, lower-case hex, ids not all zero. */
+export const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+const Traceparent = z
+  .string()
+  .regex(TRACEPARENT_PATTERN, 'traceparent must be W3C Trace Context: 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>')
+  .refine((s) => !s.startsWith('ff'), 'traceparent version ff is invalid')
+  .meta({ example: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' });
+
 export const CreateJobBody = body(
   {
     type: name('type', 'mail.send').meta({ description: 'What kind of work; workers lease by type.' }),
@@ -277,6 +291,9 @@ export const CreateJobBody = body(
       .optional(),
     subject: NullableText.meta({ description: 'What the job is about, for people and search.' }),
     submitter: NullableText.meta({ description: 'Who submitted it.' }),
+    traceparent: Traceparent.nullable()
+      .optional()
+      .meta({ description: 'W3C Trace Context; default: the request\'s traceparent header. Handed to the worker with the lease.' }),
   },
   JOB_READ_ONLY,
 ).meta({
