@@ -72,6 +72,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.addHook('onResponse', async (request, reply) => {
     const status = reply.statusCode;
+    deps.services.metrics.httpRequest(request.routeOptions.url ?? '(no route)', request.method, status, reply.elapsedTime / 1000);
     const entry = { method: request.method, url: request.url, status, ms: Math.round(reply.elapsedTime) };
     if (status >= 500) request.log.error(entry, 'request failed');
     else if (status >= 400) request.log.info(entry, 'request rejected');
@@ -97,6 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         { name: 'periodic-tasks', description: 'Recurring tasks and their scheduler' },
         { name: 'jobs', description: 'One-shot jobs' },
         { name: 'workers', description: 'The worker protocol: lease, heartbeat, report' },
+        { name: 'operations', description: 'Metrics and throughput for operators' },
       ],
     },
     transform: jsonSchemaTransform,

@@ -11,7 +11,8 @@ export type Access =
   | 'jobs:manage'
   | 'tasks:read'
   | 'tasks:write'
-  | 'schedules:preview';
+  | 'schedules:preview'
+  | 'metrics:read';
 
 /**
  * API.md's roles: admin does everything; worker leases and reports jobs and reads jobs; producer
@@ -26,6 +27,7 @@ export const ROLE_ACCESS: Record<Access, readonly Role[]> = {
   'tasks:read': ['admin', 'reader'],
   'tasks:write': ['admin'],
   'schedules:preview': ['admin', 'worker', 'producer', 'reader'],
+  'metrics:read': ['admin', 'worker', 'producer', 'reader'],
 };
 
 declare module 'fastify' {

@@ -221,6 +221,11 @@ export class PeriodicScheduler {
         summary.duplicates += batch.duplicates.length;
         summary.coalesced += batch.coalesced;
         this.logBatch(batch);
+        const metrics = this.ctx.metrics;
+        if (metrics && batch.inserted.length > 0) {
+          const committed = this.ctx.clock.now().getTime();
+          for (const s of batch.inserted) metrics.periodicSubmitted(committed - s.scheduledAt.getTime());
+        }
         if (batch.taken < this.batchSize) break;
       }
     };

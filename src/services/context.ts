@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { Notifications } from '../db/notifications.js';
+import type { Metrics } from './metrics.js';
 
 /** What every service and background loop is built from. Nothing here reads process.env. */
 export interface ServiceContext {
@@ -13,4 +14,6 @@ export interface ServiceContext {
   instanceId: string;
   /** Final jobs older than this are deleted by the service itself. */
   retentionMs: number;
+  /** Prometheus metrics of this instance; createServices makes one when none is given. */
+  metrics?: Metrics;
 }

@@ -1,12 +1,18 @@
 import { JobService } from './jobs.js';
+import { Metrics } from './metrics.js';
 import { PeriodicTaskService } from './periodic-tasks.js';
 import type { ServiceContext } from './context.js';
+import { StatsService } from './stats.js';
 
 export interface Services {
   jobs: JobService;
   tasks: PeriodicTaskService;
+  stats: StatsService;
+  metrics: Metrics;
 }
 
+/** The services of one instance. The context gets the instance's Metrics, which its loops share. */
 export function createServices(ctx: ServiceContext): Services {
-  return { jobs: new JobService(ctx), tasks: new PeriodicTaskService(ctx) };
+  ctx.metrics ??= new Metrics(ctx.db, ctx.clock);
+  return { jobs: new JobService(ctx), tasks: new PeriodicTaskService(ctx), stats: new StatsService(ctx), metrics: ctx.metrics };
 }

@@ -344,6 +344,7 @@ export class JobService {
       this.ctx.logger.info({ jobIds: jobs.map((j) => j.id), released, worker: req.worker }, 'gave back jobs leased for a worker that disconnected');
       return [];
     }
+    if (jobs.length > 0) this.ctx.metrics?.jobsLeased(jobs);
     return jobs;
   }
 
@@ -410,6 +411,15 @@ export class JobService {
   private async writeReports(inputs: ReportInput[], withJobs = true): Promise<ReportResult[]> {
     const results = await jobReport(this.db, inputs, this.ctx.clock.now(), { jobs: withJobs });
     this.logReports(inputs, results);
+    const metrics = this.ctx.metrics;
+    if (metrics) {
+      for (const r of results) {
+        if (r.verdict !== 'applied' || r.type === null) continue;
+        const state = r.currentState;
+        if (state === 'finished' || state === 'failed') metrics.jobCompleted(r.type, state);
+        else if (state === 'queued') metrics.jobCompleted(r.type, 'requeued');
+      }
+    }
     return results;
   }
 

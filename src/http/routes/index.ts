@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../../app.js';
 import type { Clock } from '../../clock.js';
 import { jobRoutes } from './jobs.js';
+import { operationsRoutes } from './operations.js';
 import { periodicTaskRoutes } from './periodic-tasks.js';
 import { scheduleRoutes } from './schedules.js';
 
@@ -13,5 +14,6 @@ export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
     await app.register(scheduleRoutes(deps));
     await app.register(periodicTaskRoutes(deps));
     await app.register(jobRoutes(deps));
+    await app.register(operationsRoutes(deps));
   };
 }

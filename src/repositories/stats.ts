@@ -1,0 +1,63 @@
+/**
+ * Aggregates for operators (GET /metrics, GET /stats/throughput): bounded queries that read only
+ * open jobs, or only the final jobs of a recent window, through partial indexes.
+ */
+import { sql } from 'kysely';
+import type { Executor } from '../db/executor.js';
+
+export interface OpenCounts {
+  type: string;
+  /** Queued and runnable at `now`. */
+  queued: number;
+  /** Queued with runAt after `now`. */
+  scheduled: number;
+  running: number;
+  /** runAt of the oldest runnable queued job, or null. */
+  oldestQueuedAt: Date | null;
+}
+
+/** Open jobs per type at `now` (the queued and running partial indexes; final jobs are never read). */
+export async function jobOpenCountsByType(db: Executor, now: Date): Promise<OpenCounts[]> {
+  const { rows } = await sql<{ type: string; queued: number; scheduled: number; running: number; oldest: Date | null }>`
+    SELECT type,
+           count(*) FILTER (WHERE state = 'queued' AND run_at <= ${now})::int AS queued,
+           count(*) FILTER (WHERE state = 'queued' AND run_at > ${now})::int AS scheduled,
+           count(*) FILTER (WHERE state = 'running')::int AS running,
+           min(run_at) FILTER (WHERE state = 'queued' AND run_at <= ${now}) AS oldest
+      FROM job
+     WHERE state IN ('queued', 'running')
+     GROUP BY type
+     ORDER BY type`.execute(db.kysely);
+  return rows.map((r) => ({ type: r.type, queued: r.queued, scheduled: r.scheduled, running: r.running, oldestQueuedAt: r.oldest }));
+}
+
+export interface ThroughputBucket {
+  /** The minute's start. */
+  at: Date;
+  finished: number;
+  failed: number;
+}
+
+/**
+ * Jobs that ended per minute over the `minutes` minutes before `now` (the current minute last),
+ * by finished_at through the index retention uses; `type` narrows it. Every minute has a bucket.
+ */
+export async function jobThroughput(db: Executor, now: Date, minutes: number, type?: string): Promise<ThroughputBucket[]> {
+  const end = Math.floor(now.getTime() / 60_000) * 60_000 + 60_000;
+  const start = new Date(end - minutes * 60_000);
+  const { rows } = await sql<{ minute: Date; finished: number; failed: number }>`
+    SELECT date_trunc('minute', finished_at) AS minute,
+           count(*) FILTER (WHERE state = 'finished')::int AS finished,
+           count(*) FILTER (WHERE state = 'failed')::int AS failed
+      FROM job
+     WHERE state IN ('finished', 'failed', 'dropped', 'cancelled') AND finished_at >= ${start} AND finished_at < ${new Date(end)}
+       ${type === undefined ? sql`` : sql`AND type = ${type}`}
+     GROUP BY 1`.execute(db.kysely);
+  const byMinute = new Map(rows.map((r) => [r.minute.getTime(), r]));
+  const out: ThroughputBucket[] = [];
+  for (let t = start.getTime(); t < end; t += 60_000) {
+    const r = byMinute.get(t);
+    out.push({ at: new Date(t), finished: r?.finished ?? 0, failed: r?.failed ?? 0 });
+  }
+  return out;
+}
