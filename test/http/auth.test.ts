@@ -43,6 +43,11 @@ const MATRIX: [Method, string, Role[]][] = [
   ['post', '/jobs/1/finished', ['admin', 'worker']],
   ['post', '/jobs/1/failed', ['admin', 'worker']],
   ['post', '/jobs/reports', ['admin', 'worker']],
+  ['get', '/jobs/1/events', ALL],
+  ['post', '/jobs/cancel', ['admin']],
+  ['post', '/jobs/retry', ['admin']],
+  ['get', '/metrics', ALL],
+  ['get', '/stats/throughput', ALL],
 ];
 
 function call(method: Method, url: string) {
