@@ -25,7 +25,7 @@ const ours = (source: string, from: Date, count: number, timezone = 'UTC'): stri
 function itemArb(min: number, max: number, starStep: boolean): fc.Arbitrary<string> {
   const size = max - min + 1;
   const v = fc.integer({ min, max });
-  const span = fc.tuple(v, v).map(([a, b]) => (a <= b ? [a, b] : [b, a]));
+  const span = fc.tuple(v, v).map(([a, b]): [number, number] => (a <= b ? [a, b] : [b, a]));
   const step = fc.integer({ min: 1, max: Math.min(size, 40) });
   const items = [v.map(String), span.map(([a, b]) => `${a}-${b}`), fc.tuple(span, step).map(([[a, b], s]) => `${a}-${b}/${s}`)];
   if (starStep) items.push(step.map((s) => `*/${s}`));
@@ -182,7 +182,7 @@ function crossesNewYearWithDayRepetition(expr: string, expected: string[]): bool
 function calItemArb(min: number, max: number, pad: boolean): fc.Arbitrary<string> {
   const fmt = (n: number) => (pad ? String(n).padStart(2, '0') : String(n));
   const v = fc.integer({ min, max });
-  const span = fc.tuple(v, v).map(([a, b]) => (a <= b ? [a, b] : [b, a]));
+  const span = fc.tuple(v, v).map(([a, b]): [number, number] => (a <= b ? [a, b] : [b, a]));
   const step = fc.integer({ min: 1, max: Math.max(1, Math.floor((max - min) / 2)) });
   return fc.oneof(
     v.map(fmt),
