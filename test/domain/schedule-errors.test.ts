@@ -38,6 +38,8 @@ describe('bad schedules', () => {
     ['0 0 L/2 * *', 'cannot read "L"'],
     ['5L * * * *', 'minute field "5L": cannot read "5L"; they belong in the day-of-month and day-of-week fields'],
     ['0 0 31W 2 *', 'never fires'],
+    ['0 9 * * * Europe/Berlin', 'cron expressions take no time zone ("Europe/Berlin"); set the timezone field'],
+    ['0 9 * * * UTC', 'cron expressions take no time zone ("UTC")'],
     ['0 ? * * *', '"?"'],
     ['x * * * *', 'minute field "x" is not a number'],
     ['@reboot', 'unknown word "@reboot"'],

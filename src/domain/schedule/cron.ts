@@ -191,6 +191,12 @@ export function parseCron(tokens: string[]): FieldSpec {
     }
     return parseCron(expanded.split(' '));
   }
+  const last = tokens[tokens.length - 1] as string;
+  if (/^[A-Za-z]+\/[A-Za-z_]/.test(last) || last.toLowerCase() === 'utc') {
+    scheduleError(
+      `cron expressions take no time zone ("${last}"); set the timezone field, or write a calendar event ending in one, like "Mon..Fri *-*-* 09:00 ${last}"`,
+    );
+  }
   if (tokens.length !== 5 && tokens.length !== 6) {
     scheduleError(`expected 5 or 6 cron fields, got ${tokens.length}`);
   }
