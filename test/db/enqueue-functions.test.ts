@@ -167,6 +167,39 @@ describe('jobclock_add_job', () => {
   });
 });
 
+describe('a uniqueKey contended by two transactions', () => {
+  let other: pg.Client;
+  beforeAll(async () => {
+    other = new pg.Client({ connectionString: tdb.url });
+    await other.connect();
+  });
+  afterAll(async () => {
+    await other?.end();
+  });
+
+  it.each([
+    ['commits', 'the first job'],
+    ['rolls back', 'a job of its own'],
+  ])('the second waits for the first; when the first %s it gets %s', async (outcome) => {
+    await client.query('BEGIN');
+    const first = (await client.query<{ id: string }>(`SELECT jobclock_add_job('mail', NULL, '{"uniqueKey": "contended"}') AS id`)).rows[0]!.id;
+    let settled = false;
+    const second = other
+      .query<{ id: string }>(`SELECT jobclock_add_job('mail', NULL, '{"uniqueKey": "contended"}') AS id`)
+      .then((r) => {
+        settled = true;
+        return r.rows[0]!.id;
+      });
+    await sleep(150);
+    expect(settled, 'the second call waits for the first transaction').toBe(false);
+    await client.query(outcome === 'commits' ? 'COMMIT' : 'ROLLBACK');
+    const id = await second;
+    if (outcome === 'commits') expect(id).toBe(first);
+    else expect(id).not.toBe(first);
+    expect(await jobCount()).toBe(1);
+  });
+});
+
 describe('jobclock_add_jobs', () => {
   it('adds an array of POST /jobs bodies and returns their ids in input order', async () => {
     const bodies = [{ type: 'a' }, { type: 'b', priority: 3, args: [1, 2] }, { type: 'c', timebox: 2000, runAt: '2030-01-01T00:00:00Z' }];
