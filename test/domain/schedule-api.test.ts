@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FALLBACK_INTERVAL_MS, HORIZON_YEARS, intervalAt, occurrences, parseSchedule } from '../../src/domain/schedule/index.js';
+import { FALLBACK_INTERVAL_MS, HORIZON_YEARS, intervalAt, occurrences, parseSchedule, SEARCH_UNTIL_YEAR } from '../../src/domain/schedule/index.js';
 
 describe('schedule API', () => {
   it('stops listing occurrences when a schedule ends', () => {
@@ -16,10 +16,26 @@ describe('schedule API', () => {
     expect(() => occurrences(s, { after: new Date(0), count: 1.5 })).toThrow(RangeError);
   });
 
-  it(`gives up (null) when nothing matches within ${HORIZON_YEARS} years`, () => {
-    const s = parseSchedule('2150-01-01');
-    expect(s.next(new Date('2026-01-01T00:00:00.000Z'))).toBeNull();
-    expect(s.next(new Date('2140-01-01T00:00:00.000Z'))?.toISOString()).toBe('2150-01-01T00:00:00.000Z');
+  it(`finds occurrences up to ${SEARCH_UNTIL_YEAR}, however far from the reference time`, () => {
+    expect(parseSchedule('2057-01-01 00:00').next(new Date('2026-01-01T00:00:00.000Z'))?.toISOString()).toBe('2057-01-01T00:00:00.000Z');
+    expect(parseSchedule('2199-12-31 23:59:59').next(new Date('2026-01-01T00:00:00.000Z'))?.toISOString()).toBe(
+      '2199-12-31T23:59:59.000Z',
+    );
+    // systemd's own tests start in 1970 (12345 µs after the epoch).
+    expect(parseSchedule('2016-03-27 03:17:00').next(new Date(12))?.toISOString()).toBe('2016-03-27T03:17:00.000Z');
+    expect(parseSchedule('2016-02~01 UTC').next(new Date(12))?.getTime()).toBe(1_456_704_000_000);
+    expect(parseSchedule('Mon 2017-05~07/1 UTC').next(new Date(12))?.getTime()).toBe(1_496_016_000_000);
+  });
+
+  it(`looks a whole ${HORIZON_YEARS}-year Gregorian cycle ahead, and gives up (null) once a schedule has ended`, () => {
+    // The fifth Monday of February exists only when Feb 29 is a Monday: 2044, 2072, 2112 (not 2100).
+    const rare = parseSchedule('0 0 ? 2 MON#5');
+    expect(occurrences(rare, { after: new Date('2072-03-01T00:00:00.000Z'), count: 2 }).map((d) => d.toISOString())).toEqual([
+      '2112-02-29T00:00:00.000Z',
+      '2140-02-29T00:00:00.000Z',
+    ]);
+    expect(rare.next(new Date('2300-01-01T00:00:00.000Z'))?.toISOString()).toBe('2304-02-29T00:00:00.000Z');
+    expect(parseSchedule('2150-01-01').next(new Date('2150-01-01T00:00:00.000Z'))).toBeNull();
   });
 
   it('falls back to one day as the nominal interval when no later occurrence exists', () => {

@@ -60,6 +60,30 @@ describe('POST /schedules/preview', () => {
   });
 
   it.each([
+    ['0 0 L * *', 'UTC', ['2026-11-30T00:00:00.000Z', '2026-12-31T00:00:00.000Z']],
+    ['0 0 L-2 * *', 'UTC', ['2026-11-28T00:00:00.000Z', '2026-12-29T00:00:00.000Z']],
+    ['0 0 * * 5L', 'UTC', ['2026-11-27T00:00:00.000Z', '2026-12-25T00:00:00.000Z']],
+    ['0 9 * * MON#2', 'Europe/Berlin', ['2026-12-14T08:00:00.000Z', '2027-01-11T08:00:00.000Z']],
+    ['0 0 15W * *', 'UTC', ['2026-12-15T00:00:00.000Z', '2027-01-15T00:00:00.000Z', '2027-02-15T00:00:00.000Z', '2027-03-15T00:00:00.000Z', '2027-04-15T00:00:00.000Z', '2027-05-14T00:00:00.000Z']],
+    ['0 0 LW * *', 'UTC', ['2026-11-30T00:00:00.000Z', '2026-12-31T00:00:00.000Z', '2027-01-29T00:00:00.000Z']],
+    ['0 0 ? * SUN', 'UTC', ['2026-11-22T00:00:00.000Z']],
+    ['0 0 * * 6/1', 'UTC', ['2026-11-21T00:00:00.000Z', '2026-11-22T00:00:00.000Z', '2026-11-28T00:00:00.000Z']],
+    ['weekly Pacific/Auckland', 'America/New_York', ['2026-11-22T11:00:00.000Z', '2026-11-29T11:00:00.000Z']],
+    ['Mon..Fri *-*-* 09:00 Europe/Berlin', 'UTC', ['2026-11-20T08:00:00.000Z', '2026-11-23T08:00:00.000Z']],
+    ['*-*-* 10:00 utc', 'Asia/Tokyo', ['2026-11-20T10:00:00.000Z']],
+    ['2057-01-01 00:00', 'UTC', ['2057-01-01T00:00:00.000Z']],
+  ])('lists the runs of "%s" (task timezone %s)', async (schedule, timezone, times) => {
+    const res = await preview({ schedule, timezone, from: '2026-11-20T00:00:00.000Z', count: times.length });
+    expect(res.status).toBe(200);
+    expect(res.body.next).toEqual(times);
+  });
+
+  it('previews a one-off date past 2199 as nothing, and one before it from 1970', async () => {
+    const res = await preview({ schedule: '2199-12-31 23:59:59', from: '1970-01-01T00:00:00.000Z', count: 3 });
+    expect(res.body).toEqual({ kind: 'calendar', next: ['2199-12-31T23:59:59.000Z'] });
+  });
+
+  it.each([
     ['61 * * * *', /minute.*61/],
     ['*-13-01 00:00', /month.*13/],
     ['25:00', /hour.*25/],
@@ -67,6 +91,10 @@ describe('POST /schedules/preview', () => {
     ['every 500ms', /at least 1s/],
     ['0 0 30 2 *', /never fires/],
     ['fortnightly', /fortnightly/],
+    ['*/61 * * * *', /minute field "\*\/61" has a step of 61, larger than the field/],
+    ['0 0 * * 1#6', /1#6.*#1 to #5/],
+    ['0 0 L-31 * *', /L-31.*more than 30 days/],
+    ['daily Europe/Atlantis', /unknown time zone "Europe\/Atlantis"/],
   ])('answers the bad schedule "%s" with a 400 naming the part', async (schedule, message) => {
     const res = await preview({ schedule });
     expect(res.status).toBe(400);

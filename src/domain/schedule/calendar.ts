@@ -9,7 +9,9 @@
  * default to 0. `~` instead of the last `-` counts days from the month's end: `*-02~01` is the last
  * day of February, `*-*~03` the third-last day of every month, `Mon *-05~07/1` the last Monday of May.
  * Shortcuts: minutely, hourly, daily, weekly (Monday 00:00), monthly, quarterly, semiannually,
- * yearly / annually. A weekday and a date must both match.
+ * yearly / annually. A weekday and a date must both match. A time zone may end the event
+ * (`weekly Pacific/Auckland`, `Mon..Fri *-*-* 09:00 Europe/Berlin`, `daily utc`); it wins over the
+ * task's `timezone`.
  */
 import { scheduleError } from './fail.js';
 import { ValueSet } from './spec.js';
@@ -163,7 +165,32 @@ const isWeekdayToken = (t: string): boolean => /^[a-z]/i.test(t);
 const isDateToken = (t: string): boolean => !t.includes(':') && /[-~]/.test(t);
 const isTimeToken = (t: string): boolean => t.includes(':');
 
-/** Compiles a calendar event (already split on whitespace) into a field spec. */
+/**
+ * The time zone written at the end of a calendar event (`weekly Pacific/Auckland`,
+ * `*-*-* 09:00 UTC`), as systemd's OnCalendar= accepts it: `UTC` in any case or an IANA name.
+ * Returns the tokens without it and the zone (null when none is written). A last token shaped like
+ * `Area/Location` that Intl does not know is refused here, naming it.
+ */
+export function splitCalendarZone(
+  tokens: string[],
+  isZone: (name: string) => boolean,
+): { tokens: string[]; timezone: string | null } {
+  const last = tokens[tokens.length - 1] as string;
+  if (tokens.length < 2 || !/^[a-z]/i.test(last) || /[:~]|\.\./.test(last)) return { tokens, timezone: null };
+  const lower = last.toLowerCase();
+  if (WEEKDAY_NAMES[lower.split(/[.,-]/)[0] ?? ''] !== undefined || CALENDAR_SHORTCUTS[lower] !== undefined) {
+    return { tokens, timezone: null };
+  }
+  const rest = tokens.slice(0, -1);
+  if (lower === 'utc') return { tokens: rest, timezone: 'UTC' };
+  if (isZone(last)) return { tokens: rest, timezone: last };
+  if (last.includes('/')) {
+    scheduleError(`unknown time zone "${last}" at the end of "${tokens.join(' ')}"; use UTC or an IANA name like Europe/Berlin`);
+  }
+  return { tokens, timezone: null };
+}
+
+/** Compiles a calendar event (already split on whitespace, time zone removed) into a field spec. */
 export function parseCalendar(tokens: string[]): FieldSpec {
   const src = tokens.join(' ');
   if (tokens.length === 1) {
@@ -178,6 +205,10 @@ export function parseCalendar(tokens: string[]): FieldSpec {
   if (isoLike !== undefined) {
     scheduleError(`cannot read "${isoLike}"; separate date and time with a space, like "2026-12-24 18:00"`);
   }
+  const zoneInside = tokens.find((t) => /^[A-Za-z]+\/[A-Za-z_]+/.test(t) || t.toLowerCase() === 'utc');
+  if (zoneInside !== undefined) {
+    scheduleError(`the time zone "${zoneInside}" must come last, like "${[...tokens.filter((x) => x !== zoneInside), zoneInside].join(' ')}"`);
+  }
   const p = new Parser(src);
   let i = 0;
   let weekdays: number[] | null = null;
@@ -189,9 +220,6 @@ export function parseCalendar(tokens: string[]): FieldSpec {
   if (tokens[i] !== undefined && isTimeToken(tokens[i] as string)) timeText = tokens[i++] as string;
   if (i < tokens.length) {
     const t = tokens[i] as string;
-    if (/^[A-Za-z]+\/[A-Za-z_]+/.test(t) || t === 'UTC') {
-      scheduleError(`time zones inside the expression ("${t}") are not supported; set the timezone field instead`);
-    }
     if (i > 0 && /^[a-z]/i.test(t) && WEEKDAY_NAMES[t.split(/[.,-]/)[0]?.toLowerCase() ?? ''] !== undefined) {
       scheduleError(`the weekday "${t}" must come first, like "${[t, ...tokens.filter((x) => x !== t)].join(' ')}"`);
     }
@@ -256,7 +284,9 @@ export function parseCalendar(tokens: string[]): FieldSpec {
     months: new ValueSet(1, 12, months),
     days: new ValueSet(1, 31, days),
     lastDays,
+    nearestWeekdays: [],
     weekdays: weekdays === null ? ValueSet.all(0, 6) : new ValueSet(0, 6, weekdays),
+    nthWeekdays: [],
     dayMode: 'and',
     hours: new ValueSet(0, 23, hours),
     minutes: new ValueSet(0, 59, minutes),

@@ -1,13 +1,15 @@
 /**
  * Cron expressions: 5 fields (minute hour day-of-month month day-of-week) or 6 (seconds first).
- * Numbers, `*`, `?` (day fields), ranges `a-b`, steps `*\/n`, `a/n`, `a-b/n`, lists, month names
- * JAN–DEC and weekday names SUN–SAT (any case), weekday 7 = Sunday, and the @-shortcuts.
+ * Numbers, `*`, `?` (day fields), ranges `a-b`, steps `*\/n`, `a/n`, `a-b/n` (at most the field's
+ * size), lists, month names JAN–DEC and weekday names SUN–SAT (any case), weekday 7 = Sunday, the
+ * @-shortcuts, and the Quartz day extensions `L`, `L-n`, `nW`, `LW` (day of month), `nL`, `n#k`
+ * (day of week).
  * When both day-of-month and day-of-week are restricted (neither starts with `*` or `?`) a day matches
  * if either matches (Vixie cron); otherwise both must match.
  */
 import { scheduleError } from './fail.js';
 import { ValueSet } from './spec.js';
-import type { FieldSpec } from './spec.js';
+import type { FieldSpec, LastDayRule, NthWeekdayRule } from './spec.js';
 
 interface FieldDef {
   name: string;
@@ -53,17 +55,93 @@ function readValue(def: FieldDef, field: string, text: string): number {
     const list = def === MONTH ? 'JAN-DEC' : 'SUN-SAT';
     scheduleError(`${def.name} field "${field}": unknown ${kind} "${text}"; use ${def.min}-${def.max} or ${list}`);
   }
-  if (text === 'L' || text.endsWith('W') || text.includes('#') || /^\d*L$/i.test(text)) {
-    scheduleError(`${def.name} field "${field}": "${text}" (L, W and # cron extensions) is not supported`);
+  if (/[LW#]/i.test(text)) {
+    const where = def === DOM ? 'L, L-n, nW and LW' : def === DOW ? 'nL and n#k' : 'L, W and #';
+    const allowed = def === DOM || def === DOW ? `here ${where} are allowed` : 'they belong in the day-of-month and day-of-week fields';
+    scheduleError(`${def.name} field "${field}": cannot read "${text}"; ${allowed}, each as a list element of its own`);
   }
   fieldError(def, field, text, `is not a number${def.names ? ' or name' : ''}`);
 }
 
-/** Parses one field; `star` tells whether it starts with `*` or `?` (unrestricted for Vixie's day rule). */
-function parseField(def: FieldDef, field: string): { values: number[]; star: boolean } {
-  const values: number[] = [];
+/** What one field allows: plain values plus the day rules of the L, W and # extensions. */
+interface ParsedField {
+  values: number[];
+  /** Starts with `*` or `?` (unrestricted, for Vixie's day rule). */
+  star: boolean;
+  lastDays: LastDayRule[];
+  nearestWeekdays: number[];
+  nthWeekdays: NthWeekdayRule[];
+}
+
+/** How many values a field has; a step may not be larger (cronie and croner refuse `*\/61`). */
+const fieldSize = (def: FieldDef): number => (def === DOW ? 7 : def.max - def.min + 1);
+
+/**
+ * The Quartz extensions, as croner and cron-parser read them (weekdays 0-7 as in crontab(5)):
+ * day-of-month `L` (last day), `L-n` (n days before the last), `nW` (the weekday nearest the n-th),
+ * `LW` (the last weekday); day-of-week `nL` / `n#L` (the last such weekday of the month) and `n#k`
+ * (the k-th, 1-5). Returns false when the item is none of these.
+ */
+function parseDayExtension(def: FieldDef, field: string, item: string, out: ParsedField): boolean {
+  if (def === DOM) {
+    const up = item.toUpperCase();
+    if (up === 'L') {
+      out.lastDays.push({ far: 1, near: 1, step: 1 });
+      return true;
+    }
+    if (up === 'LW') {
+      out.nearestWeekdays.push(0);
+      return true;
+    }
+    let m = /^L-(\d+)$/.exec(up);
+    if (m) {
+      const n = Number(m[1]);
+      if (n > 30) fieldError(def, field, item, 'counts back more than 30 days from the last day of the month');
+      out.lastDays.push({ far: n + 1, near: n + 1, step: 1 });
+      return true;
+    }
+    m = /^(\d+)W$/.exec(up);
+    if (m) {
+      out.nearestWeekdays.push(readValue(def, field, m[1] as string));
+      return true;
+    }
+    if (/W/.test(up)) fieldError(def, field, item, 'is not valid; W follows a single day, like 15W, or L (LW)');
+    if (/L/.test(up)) fieldError(def, field, item, 'is not valid; write L (last day), L-2 (two days before it) or LW');
+    return false;
+  }
+  if (def === DOW) {
+    const m = /^([a-z]+|\d+)(?:#(\d+|L)|(L))$/i.exec(item);
+    if (m) {
+      const wd = readValue(def, field, m[1] as string) % 7;
+      const which = (m[2] ?? m[3] ?? '').toUpperCase();
+      if (which === 'L') {
+        out.nthWeekdays.push({ weekday: wd, nth: -1 });
+        return true;
+      }
+      const nth = Number(which);
+      if (nth < 1 || nth > 5) fieldError(def, field, item, `asks for weekday number ${nth} of the month; use #1 to #5, or L for the last`);
+      out.nthWeekdays.push({ weekday: wd, nth });
+      return true;
+    }
+    if (/^L$/i.test(item)) fieldError(def, field, item, 'is not valid alone; write 5L for the last Friday of the month');
+    if (/#/.test(item)) fieldError(def, field, item, 'is not valid; write it like MON#2 or 1#2 (the second Monday of the month)');
+  }
+  return false;
+}
+
+/** Parses one field into the values and day rules it allows. */
+function parseField(def: FieldDef, field: string): ParsedField {
+  const out: ParsedField = {
+    values: [],
+    star: field.startsWith('*') || field.startsWith('?'),
+    lastDays: [],
+    nearestWeekdays: [],
+    nthWeekdays: [],
+  };
+  const { values } = out;
   for (const item of field.split(',')) {
     if (item === '') fieldError(def, field, item, 'has an empty list element');
+    if (!item.includes('/') && parseDayExtension(def, field, item, out)) continue;
     const slash = item.split('/');
     if (slash.length > 2) fieldError(def, field, item, 'has more than one "/"');
     const [rangeText, stepText] = slash as [string, string | undefined];
@@ -72,6 +150,10 @@ function parseField(def: FieldDef, field: string): { values: number[]; star: boo
       if (!/^\d+$/.test(stepText)) fieldError(def, field, item, `has a step "${stepText}" that is not a number`);
       step = Number(stepText);
       if (step < 1) fieldError(def, field, item, 'has a step of 0; steps must be at least 1');
+      const size = fieldSize(def);
+      if (step > size) {
+        fieldError(def, field, item, `has a step of ${step}, larger than the field (${size} values); steps go up to ${size}`);
+      }
     }
     let lo: number;
     let hi: number;
@@ -91,12 +173,13 @@ function parseField(def: FieldDef, field: string): { values: number[]; star: boo
         if (def === DOW && hi === 0 && lo > 0) hi = 7;
         if (hi < lo) fieldError(def, field, item, `is a range that goes backwards (${lo} > ${hi})`);
       } else {
-        hi = stepText !== undefined ? (def === DOW ? 6 : def.max) : lo;
+        // `a/n` runs to the field's end: for weekdays that is 7 (crontab(5): 0-7), so 1/2 includes Sunday.
+        hi = stepText !== undefined ? def.max : lo;
       }
     }
     for (let v = lo; v <= hi; v += step) values.push(def === DOW && v === 7 ? 0 : v);
   }
-  return { values, star: field.startsWith('*') || field.startsWith('?') };
+  return out;
 }
 
 /** Compiles a cron expression (already split on whitespace) into a field spec. */
@@ -107,6 +190,12 @@ export function parseCron(tokens: string[]): FieldSpec {
       scheduleError(`unknown word "${tokens[0]}"; cron shortcuts are ${Object.keys(CRON_SHORTCUTS).join(', ')}`);
     }
     return parseCron(expanded.split(' '));
+  }
+  const last = tokens[tokens.length - 1] as string;
+  if (/^[A-Za-z]+\/[A-Za-z_]/.test(last) || last.toLowerCase() === 'utc') {
+    scheduleError(
+      `cron expressions take no time zone ("${last}"); set the timezone field, or write a calendar event ending in one, like "Mon..Fri *-*-* 09:00 ${last}"`,
+    );
   }
   if (tokens.length !== 5 && tokens.length !== 6) {
     scheduleError(`expected 5 or 6 cron fields, got ${tokens.length}`);
@@ -126,7 +215,9 @@ export function parseCron(tokens: string[]): FieldSpec {
     minutes: new ValueSet(0, 59, minutes.values),
     hours: new ValueSet(0, 23, hours.values),
     days: new ValueSet(1, 31, days.values),
-    lastDays: [],
+    lastDays: days.lastDays,
+    nearestWeekdays: days.nearestWeekdays,
+    nthWeekdays: weekdays.nthWeekdays,
     months: new ValueSet(1, 12, months.values),
     weekdays: new ValueSet(0, 6, weekdays.values),
     dayMode: days.star || weekdays.star ? 'and' : 'or',

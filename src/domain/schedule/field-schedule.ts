@@ -3,8 +3,16 @@ import type { FieldSpec, WallFields } from './spec.js';
 import type { Zone } from './timezone.js';
 import type { Schedule, ScheduleContext } from './types.js';
 
-/** next() looks this many years ahead before giving up (returning null). */
-export const HORIZON_YEARS = 30;
+/**
+ * next() searches up to the end of this year before giving up (returning null), as systemd does
+ * (its calendar years end there too), so a schedule accepted today previews however far off it is.
+ */
+export const SEARCH_UNTIL_YEAR = 2199;
+/**
+ * …and, from later years, at least this many years ahead: a whole Gregorian cycle, after which every
+ * pattern without a year repeats, so whatever fires at all fires within it.
+ */
+export const HORIZON_YEARS = 400;
 /** Supported wall-clock years. */
 const MIN_TIME = Date.UTC(1000, 0, 1);
 const MAX_YEAR = 9999;
@@ -16,12 +24,13 @@ const MAX_TIME = Date.UTC(MAX_YEAR, 0, 1);
  * (fall-back overlap) fire once, at their first occurrence.
  */
 export function nextInstant(spec: FieldSpec, zone: Zone, after: number, horizonYears = HORIZON_YEARS): number | null {
+  // The horizon only bounds searches that find nothing; a match ends the search at once.
   if (Number.isNaN(after)) throw new RangeError('next(): `after` is an invalid Date');
   if (after >= MAX_TIME) return null;
   const a = Math.max(after, MIN_TIME - 1);
   const start = Math.floor(a / 1000) * 1000 + 1000;
   let fields: WallFields = wallToFields(start + zone.offsetAt(start));
-  const maxYear = Math.min(fields.y + horizonYears, MAX_YEAR);
+  const maxYear = Math.min(Math.max(SEARCH_UNTIL_YEAR, fields.y + horizonYears), MAX_YEAR);
   for (;;) {
     const m = nextWallMatch(spec, fields, maxYear);
     if (m === null) return null;

@@ -5,12 +5,13 @@
  *  - cron: 5 or 6 fields, names, ranges, steps, lists, @-shortcuts
  *  - calendar: systemd calendar events (`Mon..Fri *-*-* 09:00`, `*:0/15`, `daily`, …)
  *
- * Cron and calendar schedules are evaluated in an IANA time zone, DST-correct: wall times that do not
- * exist are skipped, wall times that occur twice fire once (the first time).
+ * Cron and calendar schedules are evaluated in an IANA time zone (the task's, or the one ending a
+ * calendar event), DST-correct: wall times that do not exist are skipped, wall times that occur twice
+ * fire once (the first time).
  */
 import { parseDuration } from '../duration.js';
 import { DomainError } from '../errors.js';
-import { CALENDAR_SHORTCUTS, parseCalendar } from './calendar.js';
+import { CALENDAR_SHORTCUTS, parseCalendar, splitCalendarZone } from './calendar.js';
 import { parseCron } from './cron.js';
 import { scheduleError } from './fail.js';
 import { FieldSchedule, nextInstant } from './field-schedule.js';
@@ -22,7 +23,7 @@ import type { Zone } from './timezone.js';
 import type { Schedule, ScheduleContext } from './types.js';
 
 export type { Schedule, ScheduleContext, ScheduleKind } from './types.js';
-export { HORIZON_YEARS } from './field-schedule.js';
+export { HORIZON_YEARS, SEARCH_UNTIL_YEAR } from './field-schedule.js';
 export { MIN_INTERVAL_MS } from './interval.js';
 
 const MAX_SOURCE_LENGTH = 1000;
@@ -92,9 +93,17 @@ export function parseSchedule(source: string, timezone = 'UTC'): Schedule {
     scheduleError(`expected 5 or 6 cron fields, got ${tokens.length}`);
   }
 
-  const spec = kind === 'cron' ? parseCron(tokens) : parseCalendar(tokens);
-  assertFires(spec, zone, text);
-  return new FieldSchedule(kind, source, timezone, spec, zone);
+  if (kind === 'cron') {
+    const spec = parseCron(tokens);
+    assertFires(spec, zone, text);
+    return new FieldSchedule(kind, source, timezone, spec, zone);
+  }
+  // A zone written at the end of a calendar event wins over the task's timezone (systemd OnCalendar=).
+  const split = splitCalendarZone(tokens, isValidTimezone);
+  const calendarZone = split.timezone === null ? zone : (getZone(split.timezone) as Zone);
+  const spec = parseCalendar(split.tokens);
+  assertFires(spec, calendarZone, text);
+  return new FieldSchedule(kind, source, split.timezone ?? timezone, spec, calendarZone);
 }
 
 function looksLikeDuration(text: string): boolean {

@@ -61,6 +61,14 @@ export interface LastDayRule {
   step: number;
 }
 
+/** Cron `5#2` (second Friday) and `5L` (last Friday): a weekday in one week of the month. */
+export interface NthWeekdayRule {
+  /** 0 = Sunday … 6 = Saturday. */
+  weekday: number;
+  /** 1-5: the n-th such weekday of the month; -1: the last one. */
+  nth: number;
+}
+
 export interface FieldSpec {
   /** null = every year. */
   years: YearRule[] | null;
@@ -69,8 +77,15 @@ export interface FieldSpec {
   days: ValueSet;
   /** Extra day-of-month rules counted from the month's end (calendar `~`); OR-ed with `days`. */
   lastDays: LastDayRule[];
+  /**
+   * Cron `15W` / `LW`: the weekday (Mon-Fri) nearest to that day of the month, never crossing into
+   * another month; 0 stands for the month's last day (`LW`). OR-ed with `days`.
+   */
+  nearestWeekdays: number[];
   /** 0 = Sunday … 6 = Saturday. */
   weekdays: ValueSet;
+  /** Cron `#` and `nL` weekday rules; OR-ed with `weekdays`. */
+  nthWeekdays: NthWeekdayRule[];
   /** 'and': day must match both day-of-month and weekday; 'or': either (Vixie cron, both restricted). */
   dayMode: 'and' | 'or';
   hours: ValueSet; // 0-23
@@ -168,6 +183,30 @@ function lastDayMatches(rules: LastDayRule[], d: number, dim: number): boolean {
   return false;
 }
 
+/**
+ * The day a `W` rule picks in a month: `day` itself on Monday to Friday, else the nearest weekday in
+ * the same month (Saturday → Friday before, or Monday after when the 1st is a Saturday; Sunday →
+ * Monday after, or Friday before when it is the month's last day). `day` 0 = the last day (`LW`).
+ * -1 when the month has no such day (`31W` in April), as plain `31` does not fire in April.
+ */
+export function nearestWeekday(y: number, mo: number, day: number): number {
+  const dim = daysInMonth(y, mo);
+  const d = day === 0 ? dim : day;
+  if (d > dim) return -1;
+  const dow = weekday(y, mo, d);
+  if (dow === 6) return d > 1 ? d - 1 : d + 2;
+  if (dow === 0) return d < dim ? d + 1 : d - 2;
+  return d;
+}
+
+function nthWeekdayMatches(rules: NthWeekdayRule[], d: number, dow: number, dim: number): boolean {
+  for (const r of rules) {
+    if (r.weekday !== dow) continue;
+    if (r.nth === -1 ? d > dim - 7 : Math.ceil(d / 7) === r.nth) return true;
+  }
+  return false;
+}
+
 /** Bit mask of the days of a month that match the day-of-month, last-day and weekday rules. */
 function dayMask(spec: FieldSpec, y: number, mo: number): number {
   const key = y * 12 + mo;
@@ -175,10 +214,17 @@ function dayMask(spec: FieldSpec, y: number, mo: number): number {
   if (cached !== undefined) return cached;
   const dim = daysInMonth(y, mo);
   const hasLast = spec.lastDays.length > 0;
+  const hasNth = spec.nthWeekdays.length > 0;
+  let nearest = 0;
+  for (const w of spec.nearestWeekdays) {
+    const d = nearestWeekday(y, mo, w);
+    if (d > 0) nearest |= 1 << (d - 1);
+  }
   let mask = 0;
   for (let dd = 1, dow = weekday(y, mo, 1); dd <= dim; dd++, dow = dow === 6 ? 0 : dow + 1) {
-    const domOk = spec.days.has(dd) || (hasLast && lastDayMatches(spec.lastDays, dd, dim));
-    const dowOk = spec.weekdays.has(dow);
+    const domOk =
+      spec.days.has(dd) || (hasLast && lastDayMatches(spec.lastDays, dd, dim)) || (nearest & (1 << (dd - 1))) !== 0;
+    const dowOk = spec.weekdays.has(dow) || (hasNth && nthWeekdayMatches(spec.nthWeekdays, dd, dow, dim));
     if (spec.dayMode === 'and' ? domOk && dowOk : domOk || dowOk) mask |= 1 << (dd - 1);
   }
   if (spec.dayMasks.size >= 4096) spec.dayMasks.clear();
