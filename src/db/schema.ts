@@ -6,6 +6,7 @@ type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 
 export type ConcurrencyPolicy = 'forbid' | 'allow' | 'replace';
+export type MisfirePolicy = 'coalesce' | 'skip' | 'catch-up';
 export type JobState = 'queued' | 'running' | 'finished' | 'failed' | 'dropped' | 'cancelled';
 
 export interface PeriodicTaskTable {
@@ -24,6 +25,8 @@ export interface PeriodicTaskTable {
   tolerance: number | null;
   timebox: number | null;
   concurrency_policy: Generated<ConcurrencyPolicy>;
+  misfire_policy: Generated<MisfirePolicy>;
+  catch_up_limit: Generated<number>;
   worker: string | null;
   marked: NullableTimestamp;
   nextrun: NullableTimestamp;

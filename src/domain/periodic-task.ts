@@ -8,6 +8,11 @@ import { intervalAt, parseSchedule, type Schedule, type ScheduleContext } from '
 
 export const CONCURRENCY_POLICIES = ['forbid', 'allow', 'replace'] as const;
 export type ConcurrencyPolicy = (typeof CONCURRENCY_POLICIES)[number];
+/** What the scheduler does with the runs it missed: coalesce them into one, skip them, or catch up on each. */
+export const MISFIRE_POLICIES = ['coalesce', 'skip', 'catch-up'] as const;
+export type MisfirePolicy = (typeof MISFIRE_POLICIES)[number];
+export const DEFAULT_CATCH_UP_LIMIT = 10;
+export const MAX_CATCH_UP_LIMIT = 1000;
 
 export const TASK_ID_PATTERN = /^[A-Za-z0-9._:-]{1,200}$/;
 
@@ -35,6 +40,9 @@ export interface PeriodicTask {
   tolerance: number | null;
   timebox: number | null;
   concurrencyPolicy: ConcurrencyPolicy;
+  misfirePolicy: MisfirePolicy;
+  /** misfirePolicy catch-up: the most missed runs submitted at once. */
+  catchUpLimit: number;
   /** The next scheduled time; null while disabled or when the schedule never fires again. */
   nextRun: Date | null;
   lastRun: Date | null;

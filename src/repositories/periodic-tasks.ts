@@ -7,7 +7,7 @@ import type { Executor } from '../db/executor.js';
 import type { PeriodicTaskTable } from '../db/schema.js';
 import { CHANNELS } from '../db/notifications.js';
 import { type Job, PERIODIC_MAX_ATTEMPTS } from '../domain/job.js';
-import type { ConcurrencyPolicy, PeriodicTask } from '../domain/periodic-task.js';
+import type { ConcurrencyPolicy, MisfirePolicy, PeriodicTask } from '../domain/periodic-task.js';
 import { jobFromRow, type JobRow } from './jobs.js';
 
 export type TaskRow = Selectable<PeriodicTaskTable>;
@@ -32,6 +32,8 @@ export function taskFromRow(r: TaskRow): PeriodicTask {
     tolerance: r.tolerance,
     timebox: r.timebox,
     concurrencyPolicy: r.concurrency_policy,
+    misfirePolicy: r.misfire_policy,
+    catchUpLimit: r.catch_up_limit,
     nextRun: r.nextrun,
     lastRun: r.last_run,
     worker: r.worker,
@@ -59,6 +61,8 @@ export type TaskValues = Pick<
   | 'tolerance'
   | 'timebox'
   | 'concurrencyPolicy'
+  | 'misfirePolicy'
+  | 'catchUpLimit'
   | 'nextRun'
 >;
 
@@ -78,6 +82,8 @@ function columns(v: Partial<TaskValues>) {
   if (v.tolerance !== undefined) c.tolerance = v.tolerance;
   if (v.timebox !== undefined) c.timebox = v.timebox;
   if (v.concurrencyPolicy !== undefined) c.concurrency_policy = v.concurrencyPolicy;
+  if (v.misfirePolicy !== undefined) c.misfire_policy = v.misfirePolicy;
+  if (v.catchUpLimit !== undefined) c.catch_up_limit = v.catchUpLimit;
   if (v.nextRun !== undefined) c.nextrun = iso(v.nextRun);
   return c;
 }
@@ -161,6 +167,8 @@ export interface DueTask {
   tolerance: number | null;
   timebox: number | null;
   concurrency_policy: ConcurrencyPolicy;
+  misfire_policy: MisfirePolicy;
+  catch_up_limit: number;
   nextrun: Date;
   /** forbid only: a queued or running job of the task, if any. */
   open_job_id: number | null;
@@ -179,7 +187,7 @@ export async function taskTakeDue(
 ): Promise<DueTask[]> {
   const { rows } = await sql<Omit<DueTask, 'open_job_id'>>`
     SELECT t.id, t.timer, t.timezone, t.created, t.first_run_at, t.tolerance, t.timebox,
-           t.concurrency_policy, t.nextrun
+           t.concurrency_policy, t.misfire_policy, t.catch_up_limit, t.nextrun
       FROM periodic_task t
      WHERE t.enabled AND t.nextrun <= ${p.now}
        AND (t.marked IS NULL OR t.marked <= ${p.staleBefore})
@@ -298,6 +306,40 @@ export interface TaskSubmission {
   /** Policy allow: the drop check's interval and tolerance; else null. */
   runInterval: number | null;
   runTolerance: number | null;
+}
+
+/** The slots in [from, to) of a task that already have a job. */
+export async function jobSlotsOfTask(db: Executor, taskId: string, from: Date, to: Date): Promise<Date[]> {
+  const { rows } = await sql<{ scheduled_at: Date }>`
+    SELECT scheduled_at FROM job
+     WHERE periodic_task_id = ${taskId} AND scheduled_at >= ${from} AND scheduled_at < ${to}`.execute(db.kysely);
+  return rows.map((r) => r.scheduled_at);
+}
+
+/**
+ * Inserts a job of the task for each slot (backfill), reading type, group, args and so on from the
+ * task row; a slot that has a job already gets none (the unique (task, slot) key). Returns the jobs
+ * inserted, in slot order.
+ */
+export async function jobSubmitSlots(db: Executor, taskId: string, items: readonly Omit<TaskSubmission, 'taskId'>[], now: Date): Promise<Job[]> {
+  if (items.length === 0) return [];
+  const { rows } = await sql<JobRow>`
+    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
+                     periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
+                     created_at, updated_at)
+    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.run_at, ${PERIODIC_MAX_ATTEMPTS}::int,
+           t.id, x.slot, x.timebox, x.run_interval, x.run_tolerance, ${now}, ${now}
+      FROM unnest(${items.map((i) => iso(i.runAt))}::timestamptz[],
+                  ${items.map((i) => iso(i.scheduledAt))}::timestamptz[],
+                  ${items.map((i) => i.timebox)}::bigint[],
+                  ${items.map((i) => i.runInterval)}::bigint[],
+                  ${items.map((i) => i.runTolerance)}::bigint[]) AS x(run_at, slot, timebox, run_interval, run_tolerance)
+      CROSS JOIN periodic_task t
+     WHERE t.id = ${taskId}
+     ORDER BY x.slot
+    ON CONFLICT (periodic_task_id, scheduled_at) DO NOTHING
+    RETURNING *`.execute(db.kysely);
+  return rows.map(jobFromRow).sort((a, b) => (a.scheduledAt?.getTime() ?? 0) - (b.scheduledAt?.getTime() ?? 0));
 }
 
 /** Inserts one job for a task, reading its type, group, args and so on from the task row, and returns it whole (trigger). */

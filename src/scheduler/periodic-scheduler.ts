@@ -61,6 +61,8 @@ interface BatchResult {
   cancelled: { id: string; periodicTaskId: string }[];
   duplicates: TaskSubmission[];
   broken: { taskId: string; message: string }[];
+  /** Slots not submitted by misfirePolicy skip or beyond catchUpLimit. */
+  missed: { taskId: string; slots: number; policy: string }[];
   coalesced: number;
 }
 
@@ -255,6 +257,7 @@ export class PeriodicScheduler {
     const replace: string[] = [];
     const skipped: BatchResult['skipped'] = [];
     const broken: BatchResult['broken'] = [];
+    const missed: BatchResult['missed'] = [];
     let coalesced = 0;
     for (const t of due) {
       let timing: TaskTiming;
@@ -273,15 +276,27 @@ export class PeriodicScheduler {
         continue;
       }
       const openJobId = t.open_job_id === null ? null : String(t.open_job_id);
-      const plan = planDueRun({ timing, concurrencyPolicy: t.concurrency_policy, slot: t.nextrun, openJobId }, now);
+      const plan = planDueRun(
+        {
+          timing,
+          concurrencyPolicy: t.concurrency_policy,
+          misfirePolicy: t.misfire_policy,
+          catchUpLimit: t.catch_up_limit,
+          slot: t.nextrun,
+          openJobId,
+        },
+        now,
+      );
       advance.push({ taskId: t.id, nextRun: plan.nextRun });
       if (plan.coalesced) coalesced++;
-      if (plan.action === 'skip') {
-        skipped.push({ taskId: t.id, openJobId: plan.openJobId, scheduledAt: t.nextrun });
-        continue;
+      if (plan.skipped?.reason === 'forbid-open-job') {
+        skipped.push({ taskId: t.id, openJobId: plan.skipped.openJobId, scheduledAt: t.nextrun });
+      } else if (plan.skipped?.reason === 'missed') {
+        missed.push({ taskId: t.id, slots: plan.skipped.slots, policy: t.misfire_policy });
       }
+      if (plan.submissions.length === 0) continue;
       if (plan.replaceOpen) replace.push(t.id);
-      submit.push({ taskId: t.id, ...plan.submission });
+      for (const sub of plan.submissions) submit.push({ taskId: t.id, ...sub });
     }
     const written = await taskAdvanceAndSubmit(trx, { advance, submit, replace, skipExisting }, now);
     let duplicates: TaskSubmission[] = [];
@@ -289,7 +304,7 @@ export class PeriodicScheduler {
       const got = new Set(written.inserted.map((i) => i.periodicTaskId));
       duplicates = submit.filter((x) => !got.has(x.taskId));
     }
-    return { taken: due.length, inserted: written.inserted, skipped, cancelled: written.cancelled, duplicates, broken, coalesced };
+    return { taken: due.length, inserted: written.inserted, skipped, cancelled: written.cancelled, duplicates, broken, missed, coalesced };
   }
 
   private logBatch(b: BatchResult): void {
@@ -305,6 +320,9 @@ export class PeriodicScheduler {
     }
     for (const d of b.duplicates) {
       log.warn({ taskId: d.taskId, scheduledAt: d.scheduledAt }, 'slot of periodic task already had a job; not submitted again');
+    }
+    for (const m of b.missed) {
+      log.info({ taskId: m.taskId, slots: m.slots, misfirePolicy: m.policy }, 'missed runs of periodic task not submitted (misfirePolicy)');
     }
     for (const x of b.broken) {
       log.error({ taskId: x.taskId, err: { message: x.message } }, 'periodic task has a schedule that cannot be read; it will not run until its schedule is changed');

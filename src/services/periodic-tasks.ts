@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { withTransaction } from '../db/executor.js';
-import { ConflictError, NotFoundError } from '../domain/errors.js';
+import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
+import { MAX_BACKFILL, planBackfill, slotsBetween } from '../domain/run-plan.js';
 import type { Job } from '../domain/job.js';
 import {
   type ConcurrencyPolicy,
+  DEFAULT_CATCH_UP_LIMIT,
   effectiveTimebox,
+  type MisfirePolicy,
   firstRunFrom,
   isTaskId,
   type PeriodicTask,
@@ -16,6 +19,8 @@ import {
 import {
   jobCancelOpenOfTasks,
   jobOpenOfTask,
+  jobSlotsOfTask,
+  jobSubmitSlots,
   jobSubmitForTask,
   taskDelete,
   taskDeleteByOwner,
@@ -48,6 +53,8 @@ export interface TaskCreateInput {
   tolerance?: string | null | undefined;
   timebox?: string | null | undefined;
   concurrencyPolicy?: ConcurrencyPolicy | undefined;
+  misfirePolicy?: MisfirePolicy | undefined;
+  catchUpLimit?: number | undefined;
 }
 
 /** Any writable field; absent fields stay as they are, null resets a nullable field. */
@@ -108,6 +115,8 @@ export class PeriodicTaskService {
       tolerance: timing.tolerance,
       timebox: timing.timebox,
       concurrencyPolicy: input.concurrencyPolicy ?? 'forbid',
+      misfirePolicy: input.misfirePolicy ?? 'coalesce',
+      catchUpLimit: input.catchUpLimit ?? DEFAULT_CATCH_UP_LIMIT,
       nextRun: enabled ? firstRunFrom({ schedule: timing.schedule, createdAt: now, firstRunAt }, now) : null,
     };
     const row = await taskInsert(this.ctx.db, id, values, now);
@@ -152,6 +161,8 @@ export class PeriodicTaskService {
       if (input.priority !== undefined) changes.priority = input.priority;
       if (input.owner !== undefined) changes.owner = input.owner;
       if (input.concurrencyPolicy !== undefined) changes.concurrencyPolicy = input.concurrencyPolicy;
+      if (input.misfirePolicy !== undefined) changes.misfirePolicy = input.misfirePolicy;
+      if (input.catchUpLimit !== undefined) changes.catchUpLimit = input.catchUpLimit;
       if (input.enabled !== undefined) changes.enabled = input.enabled;
 
       const schedule = input.schedule ?? cur.schedule;
@@ -237,6 +248,59 @@ export class PeriodicTaskService {
     this.ctx.logger.info({ taskId: id, jobId: job.id }, 'periodic task triggered');
     return job;
   }
+
+  /**
+   * Submits a job for every slot of the task's schedule in [from, to) that has none yet (the unique
+   * (task, slot) key: never twice, also against the scheduler), at most MAX_BACKFILL slots per call,
+   * with the concurrency policy applied per slot as the scheduler applies it (see planBackfill). The
+   * task's row is locked meanwhile, so the scheduler passes it over until the backfill commits.
+   */
+  async backfill(id: string, from: Date, to: Date): Promise<BackfillResult> {
+    const now = this.ctx.clock.now();
+    if (from.getTime() >= to.getTime()) {
+      throw new DomainError('invalid_input', 'from must be before to.', [{ path: '/to', message: 'must be after from' }]);
+    }
+    if (to.getTime() > now.getTime() + 1) {
+      throw new DomainError('invalid_input', `A backfill covers the past: to must not be after now (${now.toISOString()}).`, [
+        { path: '/to', message: 'must not be in the future' },
+      ]);
+    }
+    const result = await withTransaction(this.ctx.db, async (trx) => {
+      const found = await taskGet(trx, id, { forUpdate: true });
+      if (!found) throw notFound(id);
+      const task = taskFromRow(found);
+      const timing = { schedule: this.schedules.get(task.schedule, task.timezone), createdAt: task.createdAt, firstRunAt: task.firstRunAt, tolerance: task.tolerance, timebox: task.timebox };
+      const slots = slotsBetween(timing, from, to, MAX_BACKFILL);
+      if (slots.length > MAX_BACKFILL) {
+        throw new DomainError(
+          'invalid_input',
+          `[${from.toISOString()}, ${to.toISOString()}) holds more than ${MAX_BACKFILL} slots of "${task.schedule}"; backfill at most ${MAX_BACKFILL} per call (the ${MAX_BACKFILL}th is ${slots[MAX_BACKFILL - 1]!.toISOString()}).`,
+          [{ path: '/to', message: `the range holds more than ${MAX_BACKFILL} slots` }],
+        );
+      }
+      const taken = new Set((await jobSlotsOfTask(trx, id, from, to)).map((d) => d.getTime()));
+      const existing = slots.filter((s) => taken.has(s.getTime()));
+      const free = slots.filter((s) => !taken.has(s.getTime()));
+      const openJobId = task.concurrencyPolicy === 'forbid' ? await jobOpenOfTask(trx, id) : null;
+      const plan = planBackfill({ timing, concurrencyPolicy: task.concurrencyPolicy, openJobId }, free);
+      if (plan.replaceOpen && plan.submissions.length > 0) await jobCancelOpenOfTasks(trx, [id], now);
+      const jobs = await jobSubmitSlots(trx, id, plan.submissions, now);
+      return { jobs, existing, skipped: plan.skipped };
+    });
+    this.ctx.logger.info(
+      { taskId: id, from, to, submitted: result.jobs.length, existing: result.existing.length, skipped: result.skipped.length },
+      'periodic task backfilled',
+    );
+    return result;
+  }
+}
+
+export interface BackfillResult {
+  jobs: Job[];
+  /** Slots of the range that had a job already. */
+  existing: Date[];
+  /** Free slots the concurrency policy did not submit. */
+  skipped: { scheduledAt: Date; reason: string }[];
 }
 
 function notFound(id: string): NotFoundError {

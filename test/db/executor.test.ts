@@ -88,6 +88,8 @@ const task: TaskValues = {
   tolerance: null,
   timebox: null,
   concurrencyPolicy: 'allow',
+  misfirePolicy: 'coalesce',
+  catchUpLimit: 10,
   nextRun: NOW,
 };
 

@@ -150,6 +150,8 @@ describe('viewOf', () => {
     tolerance: null,
     timebox: null,
     concurrencyPolicy: 'forbid',
+    misfirePolicy: 'coalesce',
+    catchUpLimit: 10,
     nextRun: d('2026-11-20T00:00:20Z'),
     lastRun: null,
     worker: null,

@@ -31,6 +31,7 @@ const MATRIX: [Method, string, Role[]][] = [
   ['delete', '/periodic-tasks/t1', ['admin']],
   ['delete', '/periodic-tasks?owner=x', ['admin']],
   ['post', '/periodic-tasks/t1/trigger', ['admin']],
+  ['post', '/periodic-tasks/t1/backfill', ['admin']],
   ['post', '/jobs', ['admin', 'producer']],
   ['post', '/jobs/batch', ['admin', 'producer']],
   ['get', '/jobs', ALL],

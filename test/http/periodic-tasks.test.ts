@@ -46,6 +46,8 @@ describe('POST /periodic-tasks', () => {
       tolerance: null,
       timebox: null,
       concurrencyPolicy: 'forbid',
+      misfirePolicy: 'coalesce',
+      catchUpLimit: 10,
       effectiveTolerance: '5s',
       effectiveTimebox: '3m',
       nextRun: '2026-11-20T00:07:00.000Z',

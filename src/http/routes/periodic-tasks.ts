@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ProblemSchema, standardErrors } from '../schemas/common.js';
+import { ProblemSchema, standardErrors, Timestamp, TimestampOut } from '../schemas/common.js';
 import {
   DeletedSchema,
   NoQuerySchema,
@@ -14,7 +14,25 @@ import {
   taskToJson,
 } from '../schemas/periodic-tasks.js';
 import { JobSchema, jobDto } from '../schemas/jobs.js';
+import { MAX_BACKFILL } from '../../domain/run-plan.js';
 import type { RouteDeps } from './index.js';
+
+const BackfillBody = z
+  .strictObject({
+    from: Timestamp.meta({ description: 'The first slot considered (inclusive)' }),
+    to: Timestamp.meta({ description: 'The end of the range (exclusive); not in the future' }),
+  })
+  .meta({ id: 'Backfill', example: { from: '2026-11-01T00:00:00.000Z', to: '2026-11-02T00:00:00.000Z' } });
+
+const BackfillResponse = z
+  .object({
+    jobs: z.array(JobSchema).meta({ description: 'The jobs submitted, in slot order' }),
+    existing: z.array(TimestampOut).meta({ description: 'Slots of the range that had a job already' }),
+    skipped: z
+      .array(z.object({ scheduledAt: TimestampOut, reason: z.string().meta({ description: 'forbid-open-job or one-open-job-at-a-time' }) }))
+      .meta({ description: 'Free slots the concurrency policy did not submit' }),
+  })
+  .meta({ id: 'BackfillResult' });
 
 const tags = ['periodic-tasks'];
 
@@ -145,6 +163,33 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
       async (request, reply) => {
         const job = await tasks.trigger(request.params.id);
         return reply.status(201).send(jobDto(job));
+      },
+    );
+
+    app.post(
+      '/periodic-tasks/:id/backfill',
+      {
+        config: { access: 'tasks:write' },
+        schema: {
+          tags,
+          summary: 'Submit a job for every slot of the schedule in [from, to)',
+          description:
+            `At most ${MAX_BACKFILL} slots per call, each with its scheduledAt; a slot that already has a job gets no second one. ` +
+            'The concurrency policy applies per slot as the scheduler applies it: allow submits every free slot; forbid the oldest, ' +
+            'and none while a job of the task is open; replace the newest, cancelling the open job. Backfilled runs have no drop check.',
+          params: TaskIdParamsSchema,
+          querystring: NoQuerySchema,
+          body: BackfillBody,
+          response: { 201: BackfillResponse, ...standardErrors, 404: ProblemSchema },
+        },
+      },
+      async (request, reply) => {
+        const r = await tasks.backfill(request.params.id, request.body.from, request.body.to);
+        return reply.status(201).send({
+          jobs: r.jobs.map(jobDto),
+          existing: r.existing.map((d) => d.toISOString()),
+          skipped: r.skipped.map((x) => ({ scheduledAt: x.scheduledAt.toISOString(), reason: x.reason })),
+        });
       },
     );
   };

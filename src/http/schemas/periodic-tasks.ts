@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { formatDuration } from '../../domain/duration.js';
-import { CONCURRENCY_POLICIES, type PeriodicTaskView, TASK_ID_PATTERN } from '../../domain/periodic-task.js';
+import {
+  CONCURRENCY_POLICIES,
+  DEFAULT_CATCH_UP_LIMIT,
+  MAX_CATCH_UP_LIMIT,
+  MISFIRE_POLICIES,
+  type PeriodicTaskView,
+  TASK_ID_PATTERN,
+} from '../../domain/periodic-task.js';
 import { body, name, Priority } from './common.js';
 
 const TaskId = z
@@ -16,6 +23,19 @@ const Duration = z
   .string()
   .max(100)
   .meta({ description: 'Go-style (`500ms`, `12s`, `1h30m`, `2d`) or ISO 8601 (`PT12S`)', example: '30s' });
+
+const Misfire = z.enum(MISFIRE_POLICIES).meta({
+  description:
+    'What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, ' +
+    'skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)',
+  example: 'coalesce',
+});
+const CatchUpLimit = z
+  .number()
+  .int()
+  .min(1, 'catchUpLimit must be at least 1')
+  .max(MAX_CATCH_UP_LIMIT, `catchUpLimit must be at most ${MAX_CATCH_UP_LIMIT}`)
+  .meta({ description: `misfirePolicy catch-up: the most missed runs submitted at once (default ${DEFAULT_CATCH_UP_LIMIT})`, example: 10 });
 
 const Policy = z.enum(CONCURRENCY_POLICIES).meta({
   description:
@@ -44,6 +64,8 @@ const writable = {
   tolerance: Duration.nullable().meta({ description: 'null: the default min(5s, interval/10)' }),
   timebox: Duration.nullable().meta({ description: 'null: the default, half the interval (cron/calendar: half the time to the following occurrence)' }),
   concurrencyPolicy: Policy,
+  misfirePolicy: Misfire,
+  catchUpLimit: CatchUpLimit,
 };
 
 /** Fields the service owns; sending one in a body is a 400 naming it. */
@@ -94,6 +116,8 @@ export const PeriodicTaskSchema = z
     tolerance: z.string().nullable().meta({ description: 'As set; null when the default applies (see effectiveTolerance)' }),
     timebox: z.string().nullable().meta({ description: 'As set; null when the default applies (see effectiveTimebox)' }),
     concurrencyPolicy: Policy,
+    misfirePolicy: Misfire,
+    catchUpLimit: z.number().int(),
     effectiveTolerance: z.string().nullable().meta({ description: 'Read-only: the tolerance in effect for the next run, default included' }),
     effectiveTimebox: z.string().nullable().meta({ description: 'Read-only: the timebox in effect for the next run, default included' }),
     nextRun: NullableTimestamp.meta({ description: 'Read-only: the next scheduled time; null while disabled or when the schedule never fires again' }),
@@ -158,6 +182,8 @@ export function taskToJson(t: PeriodicTaskView): z.output<typeof PeriodicTaskSch
     tolerance: duration(t.tolerance),
     timebox: duration(t.timebox),
     concurrencyPolicy: t.concurrencyPolicy,
+    misfirePolicy: t.misfirePolicy,
+    catchUpLimit: t.catchUpLimit,
     effectiveTolerance: duration(t.effectiveTolerance),
     effectiveTimebox: duration(t.effectiveTimebox),
     nextRun: iso(t.nextRun),
