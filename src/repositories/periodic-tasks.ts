@@ -1,14 +1,18 @@
 /**
- * All SQL on periodic_task, and the job submissions of the PeriodicScheduler and of triggers.
+ * All SQL on periodic_task, and the PeriodicScheduler's batch statement (take, advance and submit); the other job
+ * statements of periodic tasks (trigger, backfill, policy replace) are under job/.
  * Every "now" is a parameter (the caller's Clock), never the database's now().
  */
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Executor } from '../db/executor.js';
 import type { PeriodicTaskTable } from '../db/schema.js';
 import { CHANNELS } from '../db/notifications.js';
-import { type Job, PERIODIC_MAX_ATTEMPTS } from '../domain/job.js';
+import { PERIODIC_MAX_ATTEMPTS } from '../domain/job.js';
 import type { ConcurrencyPolicy, MisfirePolicy, PeriodicTask } from '../domain/periodic-task.js';
-import { jobFromRow, type JobRow } from './jobs.js';
+import { replacedEvents, replacedSet } from './job/replaced.js';
+import type { TaskSubmission } from './job/submit-for-task.js';
+
+export type { TaskSubmission };
 
 export type TaskRow = Selectable<PeriodicTaskTable>;
 
@@ -239,122 +243,6 @@ export async function taskEarliestNextRun(db: Executor, staleMs: number): Promis
       (SELECT min(marked) FROM periodic_task WHERE marked IS NOT NULL) + make_interval(secs => ${staleMs / 1000})
     ) AS at`.execute(db.kysely);
   return rows[0]?.at ?? null;
-}
-
-/** The id of a queued or running job of a task, if any (job_open_by_task_idx). */
-export async function jobOpenOfTask(db: Executor, taskId: string): Promise<string | null> {
-  const row = await db.kysely
-    .selectFrom('job')
-    .select('id')
-    .where('periodic_task_id', '=', taskId)
-    .where('state', 'in', ['queued', 'running'])
-    .limit(1)
-    .executeTakeFirst();
-  return row ? String(row.id) : null;
-}
-
-/**
- * The cancellation of an open job replaced by a new run (as jobCancel in jobs.ts does it, plus an
- * error saying why). A running job keeps its lease token, so its worker's next heartbeat answers
- * `cancel: true`; a queued job's old token is cleared.
- */
-/** The history entry of a job cancelled by policy replace (a kept lease token: it was running). */
-function replacedEvents(cte: string, now: Date) {
-  return sql`INSERT INTO job_event (job_id, at, kind, attempt, worker, actor, detail)
-    SELECT c.id, ${now}, 'cancelled', CASE WHEN c.lease_token IS NOT NULL THEN c.attempts END,
-           CASE WHEN c.lease_token IS NOT NULL THEN c.worker END, 'policy:replace',
-           jsonb_build_object('from', CASE WHEN c.lease_token IS NOT NULL THEN 'running' ELSE 'queued' END, 'error', c.error)
-    FROM ${sql.table(cte)} c`;
-}
-
-function replacedSet(now: Date) {
-  return sql`state = 'cancelled',
-           lease_token = CASE WHEN state = 'running' THEN lease_token ELSE NULL END,
-           lease_expires_at = NULL,
-           finished_at = ${now},
-           updated_at = ${now},
-           error = jsonb_build_object('kind', 'replaced', 'at', ${now.toISOString()}::text,
-             'message', 'cancelled: replaced by a new run of periodic task ' || periodic_task_id)`;
-}
-
-/** Cancels the queued and running jobs of the given tasks (policy replace). */
-export async function jobCancelOpenOfTasks(
-  db: Executor,
-  taskIds: readonly string[],
-  now: Date,
-): Promise<{ id: string; periodicTaskId: string }[]> {
-  if (taskIds.length === 0) return [];
-  const { rows } = await sql<{ id: number; periodic_task_id: string }>`
-    WITH cancelled AS (
-      UPDATE job
-         SET ${replacedSet(now)}
-       WHERE periodic_task_id = ANY(${taskIds}::text[]) AND state IN ('queued', 'running')
-      RETURNING id, periodic_task_id, lease_token, attempts, worker, error
-    ),
-    events AS (${replacedEvents('cancelled', now)})
-    SELECT id, periodic_task_id FROM cancelled`.execute(db.kysely);
-  return rows.map((r) => ({ id: String(r.id), periodicTaskId: r.periodic_task_id }));
-}
-
-/** One job to submit for a task; type, group, args, priority, subject and submitter come from the task. */
-export interface TaskSubmission {
-  taskId: string;
-  runAt: Date;
-  /** The slot; null for a manual trigger (not a slot, so never a duplicate). */
-  scheduledAt: Date | null;
-  timebox: number;
-  /** Policy allow: the drop check's interval and tolerance; else null. */
-  runInterval: number | null;
-  runTolerance: number | null;
-}
-
-/** The slots in [from, to) of a task that already have a job. */
-export async function jobSlotsOfTask(db: Executor, taskId: string, from: Date, to: Date): Promise<Date[]> {
-  const { rows } = await sql<{ scheduled_at: Date }>`
-    SELECT scheduled_at FROM job
-     WHERE periodic_task_id = ${taskId} AND scheduled_at >= ${from} AND scheduled_at < ${to}`.execute(db.kysely);
-  return rows.map((r) => r.scheduled_at);
-}
-
-/**
- * Inserts a job of the task for each slot (backfill), reading type, group, args and so on from the
- * task row; a slot that has a job already gets none (the unique (task, slot) key). Returns the jobs
- * inserted, in slot order.
- */
-export async function jobSubmitSlots(db: Executor, taskId: string, items: readonly Omit<TaskSubmission, 'taskId'>[], now: Date): Promise<Job[]> {
-  if (items.length === 0) return [];
-  const { rows } = await sql<JobRow>`
-    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
-                     periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
-                     created_at, updated_at)
-    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.run_at, ${PERIODIC_MAX_ATTEMPTS}::int,
-           t.id, x.slot, x.timebox, x.run_interval, x.run_tolerance, ${now}, ${now}
-      FROM unnest(${items.map((i) => iso(i.runAt))}::timestamptz[],
-                  ${items.map((i) => iso(i.scheduledAt))}::timestamptz[],
-                  ${items.map((i) => i.timebox)}::bigint[],
-                  ${items.map((i) => i.runInterval)}::bigint[],
-                  ${items.map((i) => i.runTolerance)}::bigint[]) AS x(run_at, slot, timebox, run_interval, run_tolerance)
-      CROSS JOIN periodic_task t
-     WHERE t.id = ${taskId}
-     ORDER BY x.slot
-    ON CONFLICT (periodic_task_id, scheduled_at) DO NOTHING
-    RETURNING *`.execute(db.kysely);
-  return rows.map(jobFromRow).sort((a, b) => (a.scheduledAt?.getTime() ?? 0) - (b.scheduledAt?.getTime() ?? 0));
-}
-
-/** Inserts one job for a task, reading its type, group, args and so on from the task row, and returns it whole (trigger). */
-export async function jobSubmitForTask(db: Executor, item: TaskSubmission, now: Date): Promise<Job | null> {
-  const { rows } = await sql<JobRow>`
-    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
-                     periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
-                     created_at, updated_at)
-    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, ${item.runAt}, ${PERIODIC_MAX_ATTEMPTS}::int,
-           t.id, ${iso(item.scheduledAt)}::timestamptz, ${item.timebox}::bigint, ${item.runInterval}::bigint,
-           ${item.runTolerance}::bigint, ${now}, ${now}
-      FROM periodic_task t
-     WHERE t.id = ${item.taskId}
-    RETURNING *`.execute(db.kysely);
-  return rows[0] ? jobFromRow(rows[0]) : null;
 }
 
 /** What a scheduler batch writes: every taken task's new nextrun, and the jobs of those that run. */

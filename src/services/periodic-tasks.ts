@@ -17,11 +17,6 @@ import {
   viewOf,
 } from '../domain/periodic-task.js';
 import {
-  jobCancelOpenOfTasks,
-  jobOpenOfTask,
-  jobSlotsOfTask,
-  jobSubmitSlots,
-  jobSubmitForTask,
   taskDelete,
   taskDeleteByOwner,
   taskFromRow,
@@ -31,6 +26,7 @@ import {
   taskPatch,
   type TaskValues,
 } from '../repositories/periodic-tasks.js';
+import { jobCancelOpenOfTasks, jobOpenOfTask, jobSlotsOfTask, jobSubmitForTask, jobSubmitSlots } from '../repositories/jobs.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 

@@ -12,6 +12,9 @@ import {
   jobHeartbeat,
   type JobInsertRow,
   jobInsert,
+  jobCancelOpenOfTasks,
+  jobOpenOfTask,
+  jobSubmitForTask,
   jobInsertMany,
   jobLease,
   jobPatch,
@@ -22,9 +25,6 @@ import {
   jobSearch,
 } from '../../src/repositories/jobs.js';
 import {
-  jobCancelOpenOfTasks,
-  jobOpenOfTask,
-  jobSubmitForTask,
   taskAdvanceAndSubmit,
   taskClearStaleMarks,
   taskDelete,

@@ -6,11 +6,6 @@ import {
   BulkActionResponse,
   CreateJobBatchBody,
   CreateJobBody,
-  FailedBody,
-  FinishedBody,
-  HeartbeatBody,
-  heartbeatDto,
-  HeartbeatResponse,
   JobBatchSchema,
   jobDto,
   jobEventDto,
@@ -19,15 +14,22 @@ import {
   JobListQuery,
   JobListSchema,
   JobSchema,
+  MAX_BULK,
+  PatchJobBody,
+  TRACEPARENT_PATTERN,
+} from '../schemas/jobs.js';
+import {
+  FailedBody,
+  FinishedBody,
+  HeartbeatBody,
+  heartbeatDto,
+  HeartbeatResponse,
   LeaseBody,
   leasedJobDto,
   LeaseResponse,
-  MAX_BULK,
-  PatchJobBody,
   ReportsBody,
   ReportsResponse,
-  TRACEPARENT_PATTERN,
-} from '../schemas/jobs.js';
+} from '../schemas/workers.js';
 import type { ReportVerdict } from '../../services/jobs.js';
 import type { RouteDeps } from './index.js';
 

@@ -1,0 +1,44 @@
+import { createHash } from 'node:crypto';
+import type { RawBuilder } from 'kysely';
+import type { Executor } from '../../db/executor.js';
+
+/** Stands for a per-call value in a statement compiled once (see `compiledOnce`). */
+class Slot {
+  constructor(readonly key: string) {}
+  toString(): never {
+    throw new Error(`statement value "${this.key}" was used as text while the statement was built`);
+  }
+  toJSON(): never {
+    return this.toString();
+  }
+}
+
+const compiledStatements = new Map<string, { name: string; text: string; params: readonly unknown[] }>();
+
+/**
+ * Runs one of the statements that serve the worker protocol (lease, report, heartbeat, insert,
+ * get) as a named prepared statement: node-postgres prepares it once per connection, and on
+ * `db.protocol`, whose connections use generic plans (see Db), PostgreSQL plans it once too. The
+ * Kysely template is built and compiled once per `shape` (a key that names every choice `build`
+ * makes), with slots where the per-call `values` go; later calls only fill in the slots. Building
+ * and compiling the ~30-column report template took more CPU than the rest of a report request's
+ * JavaScript. `build` may use its argument only as SQL values: anything that depends on a value
+ * belongs in `shape`. Named after a hash of the text.
+ */
+export async function compiledOnce<R, V extends Record<string, unknown>>(
+  db: Executor,
+  shape: string,
+  values: V,
+  build: (v: V) => RawBuilder<R>,
+): Promise<R[]> {
+  let st = compiledStatements.get(shape);
+  if (st === undefined) {
+    const slots = new Proxy({} as V, { get: (_target, key) => new Slot(String(key)) });
+    const compiled = build(slots).compile(db.kysely);
+    const name = `jc_${createHash('sha1').update(compiled.sql).digest('base64url').slice(0, 24)}`;
+    st = { name, text: compiled.sql, params: compiled.parameters };
+    compiledStatements.set(shape, st);
+  }
+  const params = st.params.map((p) => (p instanceof Slot ? values[p.key] : p));
+  return db.prepared<R>({ name: st.name, text: st.text, values: params });
+}

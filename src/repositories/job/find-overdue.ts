@@ -1,0 +1,47 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/executor.js';
+import { MIN_GRACE_MS, type RunningJobFacts } from '../../domain/job.js';
+import { graceSql, ms } from './sql.js';
+
+export interface OverdueJob extends RunningJobFacts {
+  id: string;
+  leaseToken: string;
+  periodicTaskId: string | null;
+}
+
+/**
+ * Running jobs the LeaseReaper must act on (domain/job.ts reapDecision): lease expired before the
+ * deadline, or past deadline + grace. Oldest first. Two partial indexes answer it (the grace is at
+ * least 1 s), so an idle tick costs one cheap statement.
+ */
+export async function jobFindOverdue(db: Executor, now: Date, limit: number): Promise<OverdueJob[]> {
+  const { rows } = await sql<{
+    id: number;
+    lease_token: string;
+    attempts: number;
+    max_attempts: number;
+    worker: string | null;
+    lease_expires_at: Date | null;
+    deadline: Date | null;
+    timebox: number | null;
+    periodic_task_id: string | null;
+  }>`
+    SELECT id, lease_token, attempts, max_attempts, worker, lease_expires_at, deadline, timebox, periodic_task_id
+    FROM job
+    WHERE state = 'running'
+      AND ((lease_expires_at < ${now}::timestamptz AND (deadline IS NULL OR deadline > ${now}::timestamptz))
+           OR (deadline < ${now}::timestamptz - ${ms(sql`${MIN_GRACE_MS}::bigint`)} AND deadline + ${graceSql('job')} < ${now}::timestamptz))
+    ORDER BY least(lease_expires_at, deadline)
+    LIMIT ${limit}`.execute(db.kysely);
+  return rows.map((r) => ({
+    id: String(r.id),
+    leaseToken: r.lease_token,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    worker: r.worker,
+    leaseExpiresAt: r.lease_expires_at,
+    deadline: r.deadline,
+    timebox: r.timebox === null ? null : Number(r.timebox),
+    periodicTaskId: r.periodic_task_id,
+  }));
+}

@@ -1,0 +1,195 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/executor.js';
+import { BACKOFF_BASE_MS, BACKOFF_MAX_MS, type Job, type JobState } from '../../domain/job.js';
+import { compiledOnce } from './compile.js';
+import { isJobId, JOB_COLUMNS, jobCols, jobFromRow, type JobRow } from './row.js';
+import { iso, JOBS_CHANNEL, ms, withinGrace } from './sql.js';
+
+export type ReportOutcome = 'finished' | 'failed';
+
+export interface ReportInput {
+  id: string;
+  leaseToken: string;
+  outcome: ReportOutcome;
+  result?: unknown;
+  error?: unknown;
+  /** Requeue delay for a failure with attempts left; undefined: the backoff. */
+  retryInMs?: number | undefined;
+  /** undefined: the task's state is not touched. */
+  state?: unknown;
+  /** The backoff's jitter factor (domain/job.ts backoffJitter), drawn by the caller. */
+  jitter: number;
+}
+
+/**
+ * What a report did: `applied` (this report moved the job), `repeat` (the job was already reported
+ * this way with this token: nothing changed, harmless), `not-found`, or `lease-lost` (the token is
+ * not the job's current lease, or the report came past deadline + grace).
+ */
+export type ReportVerdict = 'applied' | 'repeat' | 'not-found' | 'lease-lost';
+
+export interface ReportResult {
+  id: string;
+  verdict: ReportVerdict;
+  /** The job after the report (applied or repeat, and only when asked for: jobReport's `jobs` option). */
+  job: Job | null;
+  /** The job's type, periodic task and attempts (whenever the job exists). */
+  type: string | null;
+  taskId: string | null;
+  attempts: number | null;
+  /** For lease-lost: the job's state now, and whether the token was the job's latest one. */
+  currentState: JobState | null;
+  tokenMatches: boolean;
+}
+
+/**
+ * Applies many finished/failed reports in ONE statement (UPDATE ... FROM jsonb_to_recordset), each
+ * a compare-and-set on id + lease token + state running, not past deadline + grace:
+ * - finished: state finished, result saved;
+ * - failed with attempts left: queued again at now + retryIn, or now + the backoff
+ *   (domain/job.ts retryDelayMs, evaluated here per row); else failed;
+ * - on a job cancelled while it ran (its token kept): accepted, the job stays cancelled.
+ * `state`, when given, is saved on the periodic task. The lease token is kept on the row, so a
+ * repeated report with the same token is recognised and answered as a repeat, with the job as it is.
+ * Returns one result per input, in input order, with its verdict (see ReportVerdict); with
+ * `jobs: false` the results carry no job (cheaper: no full rows are returned).
+ */
+export async function jobReport(
+  db: Executor,
+  reports: readonly ReportInput[],
+  now: Date,
+  opts: { jobs?: boolean } = {},
+): Promise<ReportResult[]> {
+  const withJobs = opts.jobs ?? true;
+  if (reports.length === 0) return [];
+  const input: Record<string, unknown>[] = [];
+  reports.forEach((r, ord) => {
+    if (!isJobId(r.id)) return; // names no job: stays not-found
+    input.push({
+      ord,
+      id: r.id,
+      token: r.leaseToken,
+      outcome: r.outcome,
+      result: r.result ?? null,
+      error: r.error ?? null,
+      retry_in: r.retryInMs ?? null,
+      has_state: r.state !== undefined,
+      task_state: r.state ?? null,
+      jitter: r.jitter,
+    });
+  });
+  const results: ReportResult[] = reports.map((r) => ({
+    id: r.id,
+    verdict: 'not-found',
+    job: null,
+    currentState: null,
+    tokenMatches: false,
+    type: null,
+    taskId: null,
+    attempts: null,
+  }));
+  if (input.length === 0) return results;
+
+  type Row = JobRow & { ord: number; verdict: ReportVerdict; cur_state: JobState | null; token_matches: boolean | null };
+  const values = { input: JSON.stringify(input), now };
+  const rows = await compiledOnce(db, withJobs ? 'report+jobs' : 'report', values, (v) => {
+    const n = sql`${v.now}::timestamptz`;
+    const requeue = sql`(j.state = 'running' AND i.outcome = 'failed' AND j.attempts < j.max_attempts)`;
+    // Without jobs in the answer, only what the statuses, the logs and the side effects need comes
+    // back: no 29-column rows to send, parse and turn into jobs (most of a batch report's cost).
+    const pick = withJobs
+      ? sql.join(
+          JOB_COLUMNS.map((c) => sql`CASE WHEN u.id IS NOT NULL THEN ${sql.ref(`u.${c}`)} ELSE ${sql.ref(`j.${c}`)} END AS ${sql.ref(c)}`),
+        )
+      : sql`coalesce(u.periodic_task_id, j.periodic_task_id) AS periodic_task_id, coalesce(u.attempts, j.attempts) AS attempts,
+            coalesce(u.type, j.type) AS type`;
+    const returning = withJobs ? jobCols('j') : sql`j.id, j.type, j.state, j.periodic_task_id, j.attempts, j.run_at, j.worker, j.started_at, j.error`;
+    const accepted = (a: string) =>
+      sql`(${sql.ref(`${a}.state`)} = 'cancelled' OR (i.outcome = 'finished' AND ${sql.ref(`${a}.state`)} = 'finished')
+           OR (i.outcome = 'failed' AND ${sql.ref(`${a}.state`)} IN ('queued', 'failed')))`;
+    return sql<Row>`
+    WITH input AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(${v.input}::jsonb) AS i(
+        ord int, id bigint, token uuid, outcome text, result jsonb, error jsonb, retry_in bigint,
+        has_state boolean, task_state jsonb, jitter float8)
+    ),
+    upd AS (
+      UPDATE job j SET
+        state = CASE WHEN j.state = 'cancelled' THEN 'cancelled'
+                     WHEN i.outcome = 'finished' THEN 'finished'
+                     WHEN j.attempts < j.max_attempts THEN 'queued'
+                     ELSE 'failed' END,
+        run_at = CASE WHEN ${requeue} THEN ${n} + ${ms(sql`coalesce(i.retry_in,
+                   round(least(${BACKOFF_BASE_MS}::float8 * power(2::float8, least(greatest(j.attempts, 0), 31)), ${BACKOFF_MAX_MS}::float8) * i.jitter)::bigint)`)}
+                 ELSE j.run_at END,
+        finished_at = CASE WHEN j.state = 'cancelled' THEN j.finished_at WHEN ${requeue} THEN NULL ELSE ${n} END,
+        result = CASE WHEN j.state = 'running' AND i.outcome = 'finished' THEN i.result ELSE j.result END,
+        error = CASE WHEN j.state = 'running' AND i.outcome = 'failed' THEN i.error ELSE j.error END,
+        lease_expires_at = NULL,
+        deadline = CASE WHEN ${requeue} THEN NULL ELSE j.deadline END,
+        updated_at = ${n}
+      -- several reports of one job in a batch (a worker repeating itself, or a stale and a current
+      -- holder whose requests were combined): of those carrying the job's token, the first applies.
+      -- An UPDATE changes a row once, and which joined input row it took would be up to the plan;
+      -- keeping the first per job and token leaves one row that can match. The others are answered
+      -- below, as repeats of it or as stale
+      FROM (SELECT DISTINCT ON (id, token) * FROM input ORDER BY id, token, ord) i
+      WHERE j.id = i.id AND j.lease_token = i.token AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', v.now)}
+      RETURNING ${returning}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord,
+                i.outcome AS used_outcome
+    ),
+    -- the history keeps what the row cannot: the end of an attempt that failed (a finished attempt
+    -- is read from the row itself)
+    failed_events AS (
+      INSERT INTO job_event (job_id, at, kind, attempt, worker, detail)
+      SELECT u.id, ${n}, CASE WHEN u.state = 'queued' THEN 'requeued' ELSE 'failed' END, u.attempts, u.worker,
+             jsonb_strip_nulls(jsonb_build_object('error', u.error, 'startedAt', ${iso(sql`u.started_at`)},
+               'retryAt', CASE WHEN u.state = 'queued' THEN ${iso(sql`u.run_at`)} END))
+      FROM upd u WHERE u.used_outcome = 'failed' AND u.state IN ('queued', 'failed')
+    ),
+    saved AS (
+      UPDATE periodic_task t SET state = s.task_state
+      FROM (
+        SELECT DISTINCT ON (u.periodic_task_id) u.periodic_task_id, u.used_task_state AS task_state
+        FROM upd u WHERE u.used_has_state AND u.periodic_task_id IS NOT NULL
+        ORDER BY u.periodic_task_id, u.used_ord DESC
+      ) s
+      WHERE t.id = s.periodic_task_id
+      RETURNING t.id
+    ),
+    notify AS (
+      SELECT pg_notify(${JOBS_CHANNEL}, (extract(epoch FROM min(u.run_at)) * 1000)::bigint::text)
+      FROM upd u WHERE u.state = 'queued' HAVING count(*) > 0
+    )
+    SELECT i.ord,
+           CASE WHEN u.id IS NOT NULL THEN
+                  CASE WHEN u.used_token = i.token AND ${accepted('u')} THEN
+                         CASE WHEN u.used_ord = i.ord THEN 'applied' ELSE 'repeat' END
+                       ELSE 'lease-lost' END
+                WHEN j.id IS NULL THEN 'not-found'
+                WHEN j.lease_token = i.token AND ${accepted('j')} THEN 'repeat'
+                ELSE 'lease-lost' END AS verdict,
+           coalesce(u.state, j.state) AS cur_state,
+           coalesce(u.used_token, j.lease_token) = i.token AS token_matches,
+           (SELECT count(*) FROM notify) + (SELECT count(*) FROM saved) AS side_effects,
+           ${pick}
+    FROM input i
+    LEFT JOIN upd u ON u.id = i.id
+    -- the job as it is, only for reports that changed nothing: the condition on u gates the lookup
+    -- (OFFSET 0 keeps the planner from folding it into a join filter checked after the lookup)
+    LEFT JOIN LATERAL (SELECT * FROM job WHERE job.id = i.id AND u.id IS NULL OFFSET 0) j ON true
+    ORDER BY i.ord`;
+  });
+
+  for (const r of rows) {
+    const res = results[r.ord]!;
+    res.verdict = r.verdict;
+    res.currentState = r.cur_state;
+    res.tokenMatches = r.token_matches === true;
+    res.type = r.type ?? null;
+    res.taskId = r.periodic_task_id ?? null;
+    res.attempts = r.attempts ?? null;
+    res.job = withJobs && (r.verdict === 'applied' || r.verdict === 'repeat') ? jobFromRow(r) : null;
+  }
+  return results;
+}

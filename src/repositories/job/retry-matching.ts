@@ -1,0 +1,50 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/executor.js';
+import { filtered, type JobFilter } from './filter.js';
+import { JOBS_CHANNEL } from './sql.js';
+
+/**
+ * Queues again up to `limit` failed, dropped or cancelled jobs the filter selects that hold no
+ * uniqueKey, in one statement, as POST /jobs/{id}/retry does (jobs with a uniqueKey go one by one
+ * through jobRetry, which can tell a key held by another open job). Wakes waiting workers.
+ */
+export async function jobRetryMatching(db: Executor, f: JobFilter, limit: number, now: Date, actor: string | null): Promise<number> {
+  const picked = filtered(db, f)
+    .select(['id', 'state', 'error'])
+    .where('state', 'in', ['failed', 'dropped', 'cancelled'])
+    .where('unique_key', 'is', null)
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked();
+  const { rows } = await sql<{ n: number }>`
+    WITH picked AS MATERIALIZED (${picked}),
+    upd AS (
+      UPDATE job j SET
+        state = 'queued', run_at = ${now}, attempts = 0, worker = NULL, lease_token = NULL, lease_expires_at = NULL,
+        lease_duration = NULL, started_at = NULL, deadline = NULL, finished_at = NULL, progress = NULL, result = NULL,
+        updated_at = ${now}
+      FROM picked p WHERE j.id = p.id
+      RETURNING j.id
+    ),
+    events AS (
+      INSERT INTO job_event (job_id, at, kind, actor, detail)
+      SELECT p.id, ${now}, 'retried', ${actor}, jsonb_strip_nulls(jsonb_build_object('from', p.state, 'error', p.error, 'bulk', true))
+      FROM picked p
+    ),
+    notify AS (SELECT pg_notify(${JOBS_CHANNEL}, '') FROM upd LIMIT 1)
+    SELECT count(*)::int AS n, (SELECT count(*) FROM notify) AS notified FROM upd`.execute(db.kysely);
+  return rows[0]?.n ?? 0;
+}
+
+/** Ids of failed, dropped or cancelled jobs the filter selects that hold a uniqueKey (for jobRetry one by one). */
+export async function jobFindRetryableWithKeys(db: Executor, f: JobFilter, limit: number): Promise<string[]> {
+  const rows = await filtered(db, f)
+    .select('id')
+    .where('state', 'in', ['failed', 'dropped', 'cancelled'])
+    .where('unique_key', 'is not', null)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => String(r.id));
+}

@@ -1,0 +1,126 @@
+import { sql } from 'kysely';
+import type { Job, JobState } from '../../domain/job.js';
+import type { LeasedInSlot } from './lease.js';
+
+/** A job row as node-postgres returns it (int8 as number, timestamptz as Date, jsonb parsed). */
+export interface JobRow {
+  id: number | string;
+  type: string;
+  group_: string;
+  args: unknown;
+  subject: string | null;
+  submitter: string | null;
+  priority: number;
+  state: JobState;
+  run_at: Date;
+  attempts: number;
+  max_attempts: number;
+  unique_key: string | null;
+  periodic_task_id: string | null;
+  scheduled_at: Date | null;
+  timebox: number | null;
+  run_interval: number | null;
+  run_tolerance: number | null;
+  worker: string | null;
+  lease_token: string | null;
+  lease_expires_at: Date | null;
+  lease_duration: number | null;
+  started_at: Date | null;
+  deadline: Date | null;
+  finished_at: Date | null;
+  progress: unknown;
+  result: unknown;
+  error: unknown;
+  created_at: Date;
+  updated_at: Date;
+  traceparent: string | null;
+}
+
+/** Every column of `job`, in table order (for statements that pick each column from two sources). */
+export const JOB_COLUMNS = [
+  'id',
+  'type',
+  'group_',
+  'args',
+  'subject',
+  'submitter',
+  'priority',
+  'state',
+  'run_at',
+  'attempts',
+  'max_attempts',
+  'unique_key',
+  'periodic_task_id',
+  'scheduled_at',
+  'timebox',
+  'run_interval',
+  'run_tolerance',
+  'worker',
+  'lease_token',
+  'lease_expires_at',
+  'lease_duration',
+  'started_at',
+  'deadline',
+  'finished_at',
+  'progress',
+  'result',
+  'error',
+  'created_at',
+  'updated_at',
+  'traceparent',
+] as const satisfies readonly (keyof JobRow)[];
+
+/**
+ * The job columns of `alias`, listed: statements run as prepared statements name their output
+ * columns instead of `*`, so that a later migration adding a column cannot change the result type
+ * of a statement a running instance has prepared.
+ */
+export const jobCols = (alias: string) => sql.join(JOB_COLUMNS.map((c) => sql.ref(`${alias}.${c}`)));
+
+/** The API's view of a row. JSON null and SQL NULL both read as null. */
+export function jobFromRow(r: JobRow): Job {
+  return {
+    id: String(r.id),
+    type: r.type,
+    group: r.group_,
+    args: r.args ?? null,
+    subject: r.subject,
+    submitter: r.submitter,
+    priority: r.priority,
+    state: r.state,
+    runAt: r.run_at,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    uniqueKey: r.unique_key,
+    periodicTaskId: r.periodic_task_id,
+    scheduledAt: r.scheduled_at,
+    timebox: r.timebox === null ? null : Number(r.timebox),
+    worker: r.worker,
+    startedAt: r.started_at,
+    leaseExpiresAt: r.lease_expires_at,
+    deadline: r.deadline,
+    finishedAt: r.finished_at,
+    progress: r.progress ?? null,
+    result: r.result ?? null,
+    error: r.error ?? null,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    traceparent: r.traceparent,
+  };
+}
+
+/**
+ * jobFromRow plus the lease's token, the task's state and the slot. The fields are added to the
+ * object jobFromRow made rather than spread into a copy: a lease answers up to 1000 jobs.
+ */
+export function leasedFromRow(r: JobRow, taskState: unknown, slot: number): LeasedInSlot {
+  const job = jobFromRow(r) as LeasedInSlot;
+  job.leaseToken = r.lease_token!;
+  job.taskState = taskState;
+  job.slot = slot;
+  return job;
+}
+
+/** Job ids are bigint identities; anything else names no job. */
+const ID_PATTERN = /^[1-9][0-9]{0,17}$/;
+export const isJobId = (id: string): boolean => ID_PATTERN.test(id);

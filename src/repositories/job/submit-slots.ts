@@ -1,0 +1,33 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/executor.js';
+import { type Job, PERIODIC_MAX_ATTEMPTS } from '../../domain/job.js';
+import { jobFromRow, type JobRow } from './row.js';
+import type { TaskSubmission } from './submit-for-task.js';
+
+const isoOf = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+
+/**
+ * Inserts a job of the task for each slot (backfill), reading type, group, args and so on from the
+ * task row; a slot that has a job already gets none (the unique (task, slot) key). Returns the jobs
+ * inserted, in slot order.
+ */
+export async function jobSubmitSlots(db: Executor, taskId: string, items: readonly Omit<TaskSubmission, 'taskId'>[], now: Date): Promise<Job[]> {
+  if (items.length === 0) return [];
+  const { rows } = await sql<JobRow>`
+    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
+                     periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
+                     created_at, updated_at)
+    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.run_at, ${PERIODIC_MAX_ATTEMPTS}::int,
+           t.id, x.slot, x.timebox, x.run_interval, x.run_tolerance, ${now}, ${now}
+      FROM unnest(${items.map((i) => isoOf(i.runAt))}::timestamptz[],
+                  ${items.map((i) => isoOf(i.scheduledAt))}::timestamptz[],
+                  ${items.map((i) => i.timebox)}::bigint[],
+                  ${items.map((i) => i.runInterval)}::bigint[],
+                  ${items.map((i) => i.runTolerance)}::bigint[]) AS x(run_at, slot, timebox, run_interval, run_tolerance)
+      CROSS JOIN periodic_task t
+     WHERE t.id = ${taskId}
+     ORDER BY x.slot
+    ON CONFLICT (periodic_task_id, scheduled_at) DO NOTHING
+    RETURNING *`.execute(db.kysely);
+  return rows.map(jobFromRow).sort((a, b) => (a.scheduledAt?.getTime() ?? 0) - (b.scheduledAt?.getTime() ?? 0));
+}
