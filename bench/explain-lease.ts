@@ -10,7 +10,7 @@ import { createDb } from '../src/db/database.js';
 import { jobLease, jobReport } from '../src/repositories/jobs.js';
 import { BenchServer } from './lib/postgres.js';
 import { Templates } from './lib/templates.js';
-import { SLIM_LEASE } from './measure/lease-statement.js';
+import { PROPOSED_FIRST_STEP, SLIM_LEASE } from './measure/lease-statement.js';
 import { CLAIM } from './measure/worker-protocol.js';
 
 const log = (m: string) => process.stderr.write(`${m}\n`);
@@ -63,6 +63,7 @@ try {
     ['jobclock lease, no filter', captured[0]!.text, captured[0]!.values],
     ['jobclock lease, types ["noop"]', captured[1]!.text, captured[1]!.values],
     ['slim claim (proposal)', SLIM_LEASE, slimValues],
+    ['proposed first step (slim claim, task jobs deferred)', PROPOSED_FIRST_STEP, slimValues],
     ['raw claim of (a)', CLAIM, [100, 'raw']],
     ['jobclock report of 100 finished jobs', captured[2]!.text, captured[2]!.values],
     ['jobclock lease, no filter, with the proposed primary-key guard', withKeyGuard(captured[0]!.text), captured[0]!.values],
@@ -89,6 +90,22 @@ try {
     const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE ${name}(${now.map(literal).join(', ')})`);
     console.log(`\n=== ${label}\n${rows.map((r) => r['QUERY PLAN']).join('\n')}`);
   }
+  // The proposed first step with jobs of a periodic task among the candidates: those come back
+  // deferred, unleased, and the others fill the slots in order.
+  await client.query(
+    `insert into periodic_task (id, task, timer, nextrun, created, updated) values ('explain', 'explain', 'every 1h', now(), now(), now())`,
+  );
+  await client.query(`insert into job (type, args, run_at, priority, periodic_task_id) select 'noop', '{}', now(), 10, 'explain' from generate_series(1, 3)`);
+  const step = await client.query<{ deferred: boolean; state: string; slot: string | null }>({
+    name: 'explain_first_step',
+    text: PROPOSED_FIRST_STEP,
+    values: [slimValues[0], new Date(), 10],
+  });
+  const deferred = step.rows.filter((r) => r.deferred);
+  console.log(
+    `\n=== proposed first step with 3 task jobs of higher priority among 10 candidates: ${step.rows.length - deferred.length} leased ` +
+      `(slots ${step.rows.filter((r) => !r.deferred).map((r) => r.slot).join(',')}), ${deferred.length} deferred (state ${[...new Set(deferred.map((r) => r.state))].join(',')})`,
+  );
   await client.end();
   await db.destroy();
   await fresh.retire();
