@@ -334,8 +334,8 @@ export const graphile018Processing: Unit = {
  * alone, wait alone and neither, interleaved on ONE instance and one queue in segments of 2,000
  * jobs (X_SEGMENT), in the order loop, types, wait, neither and then backwards, the first four
  * segments untimed. Neighbours' load and warm-up drift hit all four alike, which separate
- * measurements on a shared machine cannot promise. Best with BENCH_SCALE=5 (100,000 jobs: 12
- * segments per style). Prints each style's median rate and CPU per job.
+ * measurements on a shared machine cannot promise. Best with BENCH_SCALE=5 (100,000 jobs: 9–10
+ * timed segments per style). Prints each style's median rate and CPU per job.
  */
 export const jobclockInterleaved: Unit = {
   key: 'b.interleaved',
@@ -377,6 +377,7 @@ export const jobclockInterleaved: Unit = {
         );
         const ms = performance.now() - started;
         const split = meter.stop();
+        if (done < segment) break; // the queue ran out (segments overshoot by up to 3 leases)
         if (k < 4) continue; // warm-up
         rates.get(name)!.push((done * 1000) / ms);
         if (split) cpus.get(name)!.push(((split.main + split.jobclock + split.helpers + split.postgres) * 1000) / done);
