@@ -1,8 +1,8 @@
-// Lint rules of the codebase: typescript-eslint's type-aware recommendations, no import cycles,
-// nothing unused. Formatting is prettier's (.prettierrc.json), so no stylistic rules here.
+// Lint rules of the codebase: typescript-eslint's type-aware recommendations and nothing unused.
+// Import cycles are checked by madge (npm run lint); formatting is prettier's (.prettierrc.json),
+// so no stylistic rules here.
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
-import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -13,10 +13,7 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
-    plugins: { 'import-x': importX },
-    settings: { 'import-x/resolver': { typescript: true, node: true } },
     rules: {
-      'import-x/no-cycle': ['error', { ignoreExternal: true }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-floating-promises': 'error',

@@ -4,7 +4,7 @@
  * listening on 127.0.0.1:0. It runs on its own thread so that the benchmark's HTTP clients,
  * which stand in for worker processes, do not share jobclock's event loop.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -111,6 +111,7 @@ async function close(): Promise<void> {
     profiler.disconnect();
     profiler = null;
     const file = path.join(profileDir, `jobclock-${++profiles}.cpuprofile`);
+    await mkdir(profileDir, { recursive: true }); // a missing folder lost every profile, silently
     await writeFile(file, JSON.stringify(profile));
   }
   inst.services.jobs.shutdown();

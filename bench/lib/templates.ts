@@ -1,14 +1,14 @@
-import { Logger as GraphileLogger, makeWorkerUtils, runMigrations } from 'graphile-worker';
-import PgBoss from 'pg-boss';
+import { Logger as GraphileLogger018, makeWorkerUtils as makeWorkerUtils018, runMigrations as runMigrations018 } from 'graphile-worker-018';
+import { PgBoss as PgBoss12, type ConstructorOptions as PgBoss12Options } from 'pg-boss-12';
 import { createDb } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import type { BenchServer, FreshDatabase } from './postgres.js';
 
 export const PGBOSS_QUEUE = 'bench';
-export const silentGraphileLogger = new GraphileLogger(() => () => undefined);
+export const silentGraphileLogger018 = new GraphileLogger018(() => () => undefined);
 
-export function pgBossOptions(url: string): PgBoss.ConstructorOptions {
-  return { connectionString: url, application_name: 'pg-boss' };
+export function pgBoss12Options(url: string): PgBoss12Options {
+  return { connectionString: url, application_name: 'pg-boss-12' };
 }
 
 const HOUR = 3600_000;
@@ -65,28 +65,6 @@ export class Templates {
     });
   }
 
-  /** pg-boss's schema with the `bench` queue. */
-  pgboss(): Promise<string> {
-    return this.once('pgboss', async () => {
-      const db = await this.server.createDatabase(undefined, 'tpl_pgboss');
-      const boss = new PgBoss(pgBossOptions(db.url));
-      boss.on('error', (err) => this.log(`pg-boss error: ${err.message}`));
-      await boss.start();
-      await boss.createQueue(PGBOSS_QUEUE);
-      await boss.stop({ graceful: false, wait: true });
-      return db;
-    });
-  }
-
-  /** graphile-worker's schema. */
-  graphile(): Promise<string> {
-    return this.once('graphile', async () => {
-      const db = await this.server.createDatabase(undefined, 'tpl_graphile');
-      await runMigrations({ connectionString: db.url, logger: silentGraphileLogger });
-      return db;
-    });
-  }
-
   /** `jobs` queued no-op jobs in jobclock's job table, inserted as plain rows. */
   jobclockJobs(): Promise<string> {
     return this.once('jobclock+jobs', async () => {
@@ -102,29 +80,51 @@ export class Templates {
     });
   }
 
-  /** `jobs` no-op jobs in the `bench` queue, inserted with pg-boss's own insert(). */
-  pgbossJobs(): Promise<string> {
-    return this.once('pgboss+jobs', async () => {
-      const db = await this.server.createDatabase(await this.pgboss(), 'tpl_pgboss_jobs');
-      const boss = new PgBoss({ ...pgBossOptions(db.url), supervise: false, schedule: false });
-      boss.on('error', (err) => this.log(`pg-boss error: ${err.message}`));
+  /** pg-boss 12's schema with the `bench` queue. */
+  pgboss12(): Promise<string> {
+    return this.once('pgboss12', async () => {
+      const db = await this.server.createDatabase(undefined, 'tpl_pgboss12');
+      const boss = new PgBoss12(pgBoss12Options(db.url));
+      boss.on('error', (err) => this.log(`pg-boss 12 error: ${err.message}`));
+      await boss.start();
+      await boss.createQueue(PGBOSS_QUEUE);
+      await boss.stop({ graceful: false });
+      return db;
+    });
+  }
+
+  /** `jobs` no-op jobs in pg-boss 12's `bench` queue, inserted with its own insert(). */
+  pgboss12Jobs(): Promise<string> {
+    return this.once('pgboss12+jobs', async () => {
+      const db = await this.server.createDatabase(await this.pgboss12(), 'tpl_pgboss12_jobs');
+      const boss = new PgBoss12({ ...pgBoss12Options(db.url), supervise: false, schedule: false });
+      boss.on('error', (err) => this.log(`pg-boss 12 error: ${err.message}`));
       await boss.start();
       try {
         for (let i = 0; i < this.jobs; i += 1000) {
-          await boss.insert(Array.from({ length: Math.min(1000, this.jobs - i) }, (_, k) => ({ name: PGBOSS_QUEUE, data: { n: i + k } })));
+          await boss.insert(PGBOSS_QUEUE, Array.from({ length: Math.min(1000, this.jobs - i) }, (_, k) => ({ data: { n: i + k } })));
         }
       } finally {
-        await boss.stop({ graceful: false, wait: true });
+        await boss.stop({ graceful: false });
       }
       return db;
     });
   }
 
-  /** `jobs` no-op jobs of task `noop`, added with graphile-worker's own addJobs(). */
-  graphileJobs(): Promise<string> {
-    return this.once('graphile+jobs', async () => {
-      const db = await this.server.createDatabase(await this.graphile(), 'tpl_graphile_jobs');
-      const utils = await makeWorkerUtils({ connectionString: db.url, logger: silentGraphileLogger });
+  /** graphile-worker 0.18's schema. */
+  graphile018(): Promise<string> {
+    return this.once('graphile018', async () => {
+      const db = await this.server.createDatabase(undefined, 'tpl_graphile018');
+      await runMigrations018({ connectionString: db.url, logger: silentGraphileLogger018 });
+      return db;
+    });
+  }
+
+  /** `jobs` no-op jobs of task `noop`, added with graphile-worker 0.18's own addJobs(). */
+  graphile018Jobs(): Promise<string> {
+    return this.once('graphile018+jobs', async () => {
+      const db = await this.server.createDatabase(await this.graphile018(), 'tpl_graphile018_jobs');
+      const utils = await makeWorkerUtils018({ connectionString: db.url, logger: silentGraphileLogger018 });
       try {
         for (let i = 0; i < this.jobs; i += 1000) {
           await utils.addJobs(Array.from({ length: Math.min(1000, this.jobs - i) }, (_, k) => ({ identifier: 'noop', payload: { n: i + k } })));

@@ -2,12 +2,13 @@
  * (a) raw SQL claim-and-finish loops, (b) jobclock workers over HTTP, (c) pg-boss and
  * graphile-worker processing the same number of no-op jobs in-process.
  */
-import { run as runGraphile } from 'graphile-worker';
-import PgBoss from 'pg-boss';
+import { run as runGraphile018 } from 'graphile-worker-018';
+import { PgBoss as PgBoss12 } from 'pg-boss-12';
 import type pg from 'pg';
-import { type BenchContext, scaled, timedRate, type Unit, warmThenTime } from '../lib/context.js';
+import { startCpuMeter } from '../lib/cpu.js';
+import { type BenchContext, scaled, sleep, timedRate, type Unit, type Until, warmThenTime } from '../lib/context.js';
 import { HttpClient, unexpected } from '../lib/http.js';
-import { PGBOSS_QUEUE as QUEUE, pgBossOptions, silentGraphileLogger as silentGraphile } from '../lib/templates.js';
+import { PGBOSS_QUEUE as QUEUE, pgBoss12Options, silentGraphileLogger018 } from '../lib/templates.js';
 import { tokenOf } from '../lib/tokens.js';
 
 /** Queued no-op jobs at the start of every processing measurement (the seeded templates hold them). */
@@ -19,7 +20,7 @@ export const processingTimeboxMs = (ctx: BenchContext) => Math.max(2_000, Math.r
 // ---------------------------------------------------------------------------------------------
 // (a) raw SQL: FOR UPDATE SKIP LOCKED claim, then a compare-and-set finish, on jobclock's schema
 
-const CLAIM = `
+export const CLAIM = `
   update job set state = 'running', attempts = attempts + 1, worker = $2, lease_token = gen_random_uuid(),
          lease_expires_at = now() + interval '30 seconds', started_at = now(), updated_at = now()
    where id in (select id from job where state = 'queued' and run_at <= now()
@@ -28,7 +29,7 @@ const CLAIM = `
 const FINISH_ONE = `
   update job set state = 'finished', finished_at = now(), updated_at = now()
    where id = $1 and lease_token = $2 and state = 'running'`;
-const FINISH_MANY = `
+export const FINISH_MANY = `
   update job j set state = 'finished', finished_at = now(), updated_at = now()
     from unnest($1::bigint[], $2::uuid[]) as r(id, token)
    where j.id = r.id and j.lease_token = r.token and j.state = 'running'`;
@@ -89,8 +90,20 @@ interface LeasedJob {
   leaseToken: string;
 }
 
-async function lease(client: HttpClient, worker: string, limit: number): Promise<LeasedJob[]> {
-  const res = await client.post('/jobs/next', { worker, limit });
+/** How a benchmark worker asks for jobs: the README's loop sends `types` and `wait`. */
+interface LeaseStyle {
+  types?: readonly string[];
+  wait?: string;
+}
+
+async function lease(client: HttpClient, worker: string, limit: number, style: LeaseStyle, signal?: AbortSignal): Promise<LeasedJob[]> {
+  let res;
+  try {
+    res = await client.post('/jobs/next', { worker, limit, ...style }, signal);
+  } catch (err) {
+    if (signal?.aborted) return []; // the run is over: a parked long-poll is let go
+    throw err;
+  }
   if (res.status === 204) return [];
   if (res.status !== 200) throw unexpected('POST /jobs/next', res);
   const jobs = (res.body as { jobs?: LeasedJob[] }).jobs;
@@ -98,7 +111,13 @@ async function lease(client: HttpClient, worker: string, limit: number): Promise
   return jobs;
 }
 
-function jobclockProcessing(key: string, mode: 'reports' | 'per-job'): Unit {
+/**
+ * jobclock's worker protocol: 4 workers lease 100 at a time and report through /jobs/reports (or
+ * one /finished per job). With `wait`, a worker whose lease comes back empty parks in the
+ * long-poll like a real worker; the run ends when every queued job is finished, and the requests
+ * still parked then are aborted (their time is not counted: the last report ends the run).
+ */
+function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: LeaseStyle = {}): Unit {
   const leaseLoops = 4;
   const reportSockets = 48;
   return {
@@ -116,13 +135,23 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job'): Unit {
         reporter = mode === 'per-job' ? new HttpClient(base, tokenOf('worker'), reportSockets) : leaser;
         const rep = reporter;
         const lsr = leaser;
+        let finished = 0; // over both phases: the run is over when it reaches n
         const t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
           let done = 0;
+          const over = new AbortController();
+          const more = () => performance.now() < until.deadline && done < until.jobs && finished < n;
+          const count = (k: number) => {
+            done += k;
+            finished += k;
+            // Every job is finished: a worker parked in a long-poll can only get nothing now. (Not
+            // at the end of the warm-up: a lease in flight would be cut off with jobs in it.)
+            if (finished >= n) over.abort();
+          };
           await Promise.all(
             Array.from({ length: leaseLoops }, async (_, i) => {
               const worker = `bench-worker-${i}`;
-              while (performance.now() < until.deadline && done < until.jobs) {
-                const jobs = await lease(lsr, worker, 100);
+              while (more()) {
+                const jobs = await lease(lsr, worker, 100, style, style.wait ? over.signal : undefined);
                 if (jobs.length === 0) return;
                 if (mode === 'reports') {
                   const res = await rep.post('/jobs/reports', {
@@ -132,13 +161,13 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job'): Unit {
                   const results = (res.body as { results?: { status: number }[] }).results ?? [];
                   const ok = results.filter((r) => r.status === 200).length;
                   if (ok !== jobs.length) throw new Error(`POST /jobs/reports: ${jobs.length - ok} of ${jobs.length} reports not 200`);
-                  done += ok;
+                  count(ok);
                 } else {
                   await Promise.all(
                     jobs.map(async (j) => {
                       const res = await rep.post(`/jobs/${encodeURIComponent(j.id)}/finished`, { leaseToken: j.leaseToken });
                       if (res.status !== 200) throw unexpected('POST /jobs/{id}/finished', res);
-                      done++;
+                      count(1);
                     }),
                   );
                 }
@@ -149,8 +178,8 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job'): Unit {
         }, warmupJobs(ctx));
         if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
         const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
-        const finished = (check.rows[0] as { n: number }).n;
-        if (finished !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} reports answered 200 but ${finished} jobs are finished`);
+        const inDb = (check.rows[0] as { n: number }).n;
+        if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} reports answered 200 but ${inDb} jobs are finished`);
         return timedRate(t, n);
       } finally {
         leaser?.close();
@@ -162,104 +191,209 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job'): Unit {
   };
 }
 
+/** The README's worker loop: types and wait together, limit 100, reports through /jobs/reports. */
+export const jobclockLoop = jobclockProcessing('b.loop', 'reports', { types: ['noop'], wait: '30s' });
+export const jobclockTypes = jobclockProcessing('b.types', 'reports', { types: ['noop'] });
+export const jobclockWait = jobclockProcessing('b.wait', 'reports', { wait: '30s' });
 export const jobclockReports = jobclockProcessing('b.reports', 'reports');
 export const jobclockPerJob = jobclockProcessing('b.perjob', 'per-job');
 
 // ---------------------------------------------------------------------------------------------
-// (c) pg-boss: fetch 100 + complete(ids) loops, pg-boss's fastest documented way to process
+// The newest releases: pg-boss 12 and graphile-worker 0.18 (they declare Node 22 in `engines` and
+// run on Node 20 all the same; installed beside the older ones as npm aliases)
 
-export const pgBossProcessing: Unit = {
-  key: 'c.pgboss',
+/**
+ * The phase of a library that works on its own once started: counts what its handler executed
+ * since the phase began, every 5 ms, until `until` or the queue is done; when everything was
+ * executed, waits until the database says so too (the last batch's completion is part of the
+ * run). Reading a counter instead of counting rows keeps the watcher off PostgreSQL's CPU.
+ */
+async function watchPhase(until: Until, executed: () => number, total: number, settled: () => Promise<number>): Promise<number> {
+  const before = executed();
+  while (performance.now() < until.deadline && executed() - before < until.jobs && executed() < total) await sleep(5);
+  if (executed() >= total) {
+    while (performance.now() < until.deadline + 5_000 && (await settled()) < total) await sleep(5);
+  }
+  return executed() - before;
+}
+
+async function pgBoss12Completed(db: { exec(text: string): Promise<{ rows: unknown[] }> }): Promise<number> {
+  const r = await db.exec(`select count(*)::int as n from pgboss.job where name = '${QUEUE}' and state = 'completed'`);
+  return (r.rows[0] as { n: number }).n;
+}
+
+/** pg-boss 12, either 4 loops of fetch(100) + complete(ids), or work() with batchSize 100, 4 at a time. */
+function pgBoss12Processing(key: string, how: 'fetch' | 'work'): Unit {
+  return {
+    key,
+    guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
+    async run(ctx) {
+      const db = await ctx.server.createDatabase(await ctx.templates.pgboss12Jobs());
+      const boss = new PgBoss12(pgBoss12Options(db.url));
+      boss.on('error', (err) => ctx.log(`pg-boss 12 error: ${err.message}`));
+      try {
+        const n = ctx.templates.jobs;
+        await boss.start();
+        await db.settle();
+        let t;
+        if (how === 'fetch') {
+          t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
+            let done = 0;
+            await Promise.all(
+              Array.from({ length: 4 }, async () => {
+                while (performance.now() < until.deadline && done < until.jobs) {
+                  const jobs = await boss.fetch(QUEUE, { batchSize: 100 });
+                  if (jobs.length === 0) return;
+                  await boss.complete(
+                    QUEUE,
+                    jobs.map((j) => j.id),
+                  );
+                  done += jobs.length;
+                }
+              }),
+            );
+            return done;
+          }, warmupJobs(ctx));
+        } else {
+          let executed = 0;
+          // burstWhenBatchFull: a worker whose batch came back full fetches again at once instead
+          // of waiting its polling interval (≥ 0.5 s) — pg-boss 12's own option for a backlog.
+          await boss.work(QUEUE, { batchSize: 100, localConcurrency: 4, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }, async (jobs) => {
+            executed += jobs.length;
+          });
+          t = await warmThenTime(ctx, processingTimeboxMs(ctx), (until) => watchPhase(until, () => executed, n, () => pgBoss12Completed(db)), warmupJobs(ctx));
+        }
+        const completed = await pgBoss12Completed(db);
+        if (completed < t.warmup + t.done) throw new Error(`pg-boss 12: ${t.warmup + t.done} processed, ${completed} in state completed`);
+        return timedRate(t, n);
+      } finally {
+        await boss.stop({ graceful: false }).catch(() => undefined);
+        await db.retire();
+      }
+    },
+  };
+}
+
+export const pgBoss12Fetch = pgBoss12Processing('c.pgboss12', 'fetch');
+export const pgBoss12Work = pgBoss12Processing('c.pgboss12work', 'work');
+
+/** graphile-worker 0.18's settings, overridable for tuning with BENCH_GRAPHILE='{"concurrentJobs":…}'. */
+export function graphile018Settings(): Record<string, unknown> {
+  // Tuned on this machine (3 rounds each, BENCH_GRAPHILE): the configuration of graphile-worker's
+  // performance page (concurrency 24, localQueue 500, completeJobBatchDelay 0) ran ~25,000 jobs/s;
+  // concurrency 4 ~30,000; localQueue 100 ~21,000; localQueue 2000 with concurrency 50 ~41,000;
+  // completeJobBatchDelay 2 ms ~44,000; both together ~44,000–55,000 (this); localQueue off ~5,500.
+  // LISTEN/NOTIFY is on (its default); pollInterval only matters when the queue runs dry.
+  const base = {
+    concurrentJobs: 50,
+    maxPoolSize: 51,
+    localQueue: { size: 2000 },
+    completeJobBatchDelay: 2,
+    failJobBatchDelay: 2,
+    pollInterval: 2000,
+  };
+  return { ...base, ...(process.env.BENCH_GRAPHILE ? (JSON.parse(process.env.BENCH_GRAPHILE) as Record<string, unknown>) : {}) };
+}
+
+export const graphile018Processing: Unit = {
+  key: 'c.graphile018',
   guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
   async run(ctx) {
-    const db = await ctx.server.createDatabase(await ctx.templates.pgbossJobs());
-    const boss = new PgBoss(pgBossOptions(db.url));
-    boss.on('error', (err) => ctx.log(`pg-boss error: ${err.message}`));
-    try {
-      const n = ctx.templates.jobs;
-      await boss.start();
-      await db.settle();
-      const t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
-        let done = 0;
-        await Promise.all(
-          Array.from({ length: 4 }, async () => {
-            while (performance.now() < until.deadline && done < until.jobs) {
-              const jobs = await boss.fetch(QUEUE, { batchSize: 100 });
-              if (jobs.length === 0) return;
-              await boss.complete(
-                QUEUE,
-                jobs.map((j) => j.id),
-              );
-              done += jobs.length;
-            }
-          }),
-        );
-        return done;
-      }, warmupJobs(ctx));
-      const check = await db.exec(`select count(*)::int as n from pgboss.job where state = 'completed'`);
-      const completed = (check.rows[0] as { n: number }).n;
-      if (completed !== t.warmup + t.done) throw new Error(`pg-boss: ${t.warmup + t.done} fetched and completed, ${completed} in state completed`);
-      return timedRate(t, n);
-    } finally {
-      await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-      await db.retire();
-    }
-  },
-};
-
-// ---------------------------------------------------------------------------------------------
-// (c) graphile-worker, with the configuration of its own published performance test
-
-export const graphileProcessing: Unit = {
-  key: 'c.graphile',
-  guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
-  async run(ctx) {
-    const db = await ctx.server.createDatabase(await ctx.templates.graphileJobs());
-    const watcher = await db.client('bench-watch');
-    let runner: Awaited<ReturnType<typeof runGraphile>> | null = null;
+    const db = await ctx.server.createDatabase(await ctx.templates.graphile018Jobs());
+    let runner: Awaited<ReturnType<typeof runGraphile018>> | null = null;
     try {
       const n = ctx.templates.jobs;
       await db.settle();
       let executed = 0;
       const remaining = async () =>
-        Number((await watcher.query<{ n: string }>('select count(*) as n from graphile_worker._private_jobs')).rows[0]!.n);
-      runner = await runGraphile({
+        Number(((await db.exec('select count(*)::int as n from graphile_worker._private_jobs')).rows[0] as { n: number }).n);
+      runner = await runGraphile018({
         connectionString: db.url,
-        logger: silentGraphile,
+        logger: silentGraphileLogger018,
         noHandleSignals: true,
         taskList: {
           noop: async () => {
             executed++;
           },
         },
-        preset: {
-          worker: {
-            concurrentJobs: 24,
-            maxPoolSize: 25,
-            localQueue: { size: 500 },
-            completeJobBatchDelay: 0,
-            failJobBatchDelay: 0,
-            pollInterval: 2000,
-          },
-        },
+        preset: { worker: graphile018Settings() },
       });
-      // graphile-worker runs on its own once started: the warm-up is the time it runs before the
-      // count is taken, the same warm-up the others get.
-      const t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
-        const before = await remaining();
-        let left = before;
-        while (performance.now() < until.deadline && before - left < until.jobs) {
-          await new Promise((r) => setTimeout(r, 10));
-          left = await remaining();
-          if (left === 0) break;
-        }
-        return before - left;
-      }, warmupJobs(ctx));
-      if (executed < t.warmup + t.done) throw new Error(`graphile-worker: ${t.warmup + t.done} jobs gone but only ${executed} executed`);
+      const t = await warmThenTime(ctx, processingTimeboxMs(ctx), (until) => watchPhase(until, () => executed, n, async () => n - (await remaining())), warmupJobs(ctx));
+      const left = await remaining();
+      if (n - left < t.warmup + t.done) throw new Error(`graphile-worker 0.18: ${t.warmup + t.done} executed but ${n - left} gone from its table`);
       return timedRate(t, n);
     } finally {
       await runner?.stop().catch(() => undefined);
-      await watcher.end().catch(() => undefined);
+      await db.retire();
+    }
+  },
+};
+
+/**
+ * `b.interleaved` (only when BENCH_ONLY names it): the README loop and the loops with types
+ * alone, wait alone and neither, interleaved on ONE instance and one queue in segments of 2,000
+ * jobs (X_SEGMENT), in the order loop, types, wait, neither and then backwards, the first four
+ * segments untimed. Neighbours' load and warm-up drift hit all four alike, which separate
+ * measurements on a shared machine cannot promise. Best with BENCH_SCALE=5 (100,000 jobs: 9–10
+ * timed segments per style). Prints each style's median rate and CPU per job.
+ */
+export const jobclockInterleaved: Unit = {
+  key: 'b.interleaved',
+  guardMs: () => 600_000,
+  async run(ctx) {
+    const db = await ctx.server.createDatabase(await ctx.templates.jobclockJobs());
+    let client: HttpClient | null = null;
+    try {
+      const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
+      await db.settle();
+      const c = new HttpClient(base, tokenOf('worker'), 4);
+      client = c;
+      const styles: [string, LeaseStyle][] = [
+        ['types+wait', { types: ['noop'], wait: '30s' }],
+        ['types', { types: ['noop'] }],
+        ['wait', { wait: '30s' }],
+        ['neither', {}],
+      ];
+      const segment = Math.max(400, Number(process.env.X_SEGMENT ?? 2000));
+      const rates = new Map<string, number[]>(styles.map(([name]) => [name, []]));
+      const cpus = new Map<string, number[]>(styles.map(([name]) => [name, []]));
+      const segments = Math.floor(ctx.templates.jobs / segment);
+      for (let k = 0; k < segments; k++) {
+        const order = Math.floor(k / 4) % 2 === 0 ? styles : [...styles].reverse();
+        const [name, style] = order[k % 4]!;
+        let done = 0;
+        const meter = startCpuMeter(ctx.host.tid);
+        const started = performance.now();
+        await Promise.all(
+          Array.from({ length: 4 }, async (_, i) => {
+            while (done < segment) {
+              const jobs = await lease(c, `bench-worker-${i}`, 100, style);
+              if (jobs.length === 0) return;
+              const res = await c.post('/jobs/reports', { reports: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })) });
+              if (res.status !== 200) throw unexpected('POST /jobs/reports', res);
+              done += jobs.length;
+            }
+          }),
+        );
+        const ms = performance.now() - started;
+        const split = meter.stop();
+        if (done < segment) break; // the queue ran out (segments overshoot by up to 3 leases)
+        if (k < 4) continue; // warm-up
+        rates.get(name)!.push((done * 1000) / ms);
+        if (split) cpus.get(name)!.push(((split.main + split.jobclock + split.helpers + split.postgres) * 1000) / done);
+      }
+      const median = (a: number[]) => (a.length === 0 ? Number.NaN : [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!);
+      const extra: Record<string, number> = {};
+      for (const [name] of styles) {
+        const r = rates.get(name)!;
+        extra[`${name} jobs/s`] = median(r);
+        extra[`${name} cpu µs/job`] = median(cpus.get(name)!);
+        ctx.log(`b.interleaved ${name.padEnd(10)} median ${median(r).toFixed(0)} jobs/s, ${median(cpus.get(name)!).toFixed(1)} µs CPU/job over ${r.length} segments [${r.map((v) => v.toFixed(0)).join(' ')}]`);
+      }
+      return { value: extra['types+wait jobs/s']! / extra['neither jobs/s']!, extra };
+    } finally {
+      client?.close();
+      await ctx.host.close().catch(() => undefined);
       await db.retire();
     }
   },
