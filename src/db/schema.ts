@@ -67,6 +67,7 @@ export interface JobTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
   traceparent: string | null;
+  holds_slot: Generated<boolean>;
 }
 
 export interface KyselyMigrationTable {

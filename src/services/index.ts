@@ -1,3 +1,4 @@
+import { FlowService } from './flow.js';
 import { JobService } from './jobs.js';
 import { Metrics } from './metrics.js';
 import { PeriodicTaskService } from './periodic-tasks.js';
@@ -8,11 +9,12 @@ export interface Services {
   jobs: JobService;
   tasks: PeriodicTaskService;
   stats: StatsService;
+  flow: FlowService;
   metrics: Metrics;
 }
 
 /** The services of one instance. The context gets the instance's Metrics, which its loops share. */
 export function createServices(ctx: ServiceContext): Services {
   ctx.metrics ??= new Metrics(ctx.db, ctx.clock);
-  return { jobs: new JobService(ctx), tasks: new PeriodicTaskService(ctx), stats: new StatsService(ctx), metrics: ctx.metrics };
+  return { jobs: new JobService(ctx), tasks: new PeriodicTaskService(ctx), stats: new StatsService(ctx), flow: new FlowService(ctx), metrics: ctx.metrics };
 }

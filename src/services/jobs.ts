@@ -43,7 +43,9 @@ import {
   type ReportResult,
   type ReportVerdict,
 } from '../repositories/jobs.js';
+import { type Explanation, explainJob } from '../domain/explain.js';
 import { type JobEvent, jobHistory } from '../domain/job-history.js';
+import { flowFactsOf, jobsAhead } from '../repositories/flow.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { JobWaiters } from './job-waiters.js';
@@ -272,6 +274,15 @@ export class JobService {
     return affected;
   }
 
+  /** Why a job is not running (see domain/explain.ts). */
+  async explain(id: string): Promise<{ job: Job } & Explanation> {
+    const job = await this.get(id);
+    const now = this.ctx.clock.now();
+    if (job.state !== 'queued') return { job, ...explainJob(job, [], { count: 0, capped: false }, now) };
+    const [facts, ahead] = await Promise.all([flowFactsOf(this.db, job.type, job.group, now), jobsAhead(this.db, job, now, 10_000)]);
+    return { job, ...explainJob(job, facts, ahead, now) };
+  }
+
   /** The job's history, oldest first (see domain/job-history.ts). */
   async events(id: string): Promise<JobEvent[]> {
     const job = await this.get(id);
@@ -287,7 +298,7 @@ export class JobService {
     return { items, nextCursor: more ? encodeCursor('j', items[items.length - 1]!.id) : null };
   }
 
-  private explain(id: string, r: ChangeResult | { outcome: 'unique_conflict' }, what: string, allowed: string): Job {
+  private jobOrThrow(id: string, r: ChangeResult | { outcome: 'unique_conflict' }, what: string, allowed: string): Job {
     switch (r.outcome) {
       case 'ok':
         return r.job;
@@ -302,21 +313,21 @@ export class JobService {
 
   async patch(id: string, patch: JobPatch, actor: string | null = null): Promise<Job> {
     const r = await jobPatch(this.db, id, patch, this.ctx.clock.now(), actor);
-    const job = this.explain(id, r, 'changing priority or runAt', 'queued');
+    const job = this.jobOrThrow(id, r, 'changing priority or runAt', 'queued');
     this.ctx.logger.debug({ jobId: id, ...patch }, 'job changed');
     return job;
   }
 
   async cancel(id: string, actor: string | null = null): Promise<Job> {
     const r = await jobCancel(this.db, id, this.ctx.clock.now(), actor);
-    const job = this.explain(id, r, 'cancelling', 'queued or running');
+    const job = this.jobOrThrow(id, r, 'cancelling', 'queued or running');
     this.ctx.logger.info({ jobId: id, taskId: job.periodicTaskId ?? undefined, worker: job.worker ?? undefined }, 'job cancelled');
     return job;
   }
 
   async retry(id: string, actor: string | null = null): Promise<Job> {
     const r = await jobRetry(this.db, id, this.ctx.clock.now(), actor);
-    const job = this.explain(id, r, 'retrying', 'failed, dropped or cancelled');
+    const job = this.jobOrThrow(id, r, 'retrying', 'failed, dropped or cancelled');
     this.ctx.logger.info({ jobId: id, taskId: job.periodicTaskId ?? undefined }, 'job queued again by retry');
     return job;
   }

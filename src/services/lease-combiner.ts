@@ -138,8 +138,9 @@ export class LeaseCombiner {
         // The job is handed on as it is, its `slot` included (not copied without it: that copy of
         // every leased job showed in profiles; the HTTP answer is built field by field anyway).
         for (const job of result.leased) owners[job.slot]!.got.push(job);
-        // Only the periodic drop check leaves slots empty while jobs remain: claim again for them.
-        if (result.dropped.length === 0) break;
+        // The periodic drop check and a type or group limit (a permit another lease took first)
+        // leave slots empty while jobs may remain: claim again for them.
+        if (result.dropped.length === 0 && !result.refused) break;
         open = open.filter((p) => p.got.length < p.ask.limit);
       }
       for (const p of batch) p.resolve(p.got);

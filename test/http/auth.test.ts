@@ -45,6 +45,13 @@ const MATRIX: [Method, string, Role[]][] = [
   ['post', '/jobs/1/failed', ['admin', 'worker']],
   ['post', '/jobs/reports', ['admin', 'worker']],
   ['get', '/jobs/1/events', ALL],
+  ['get', '/jobs/1/explain', ALL],
+  ['get', '/types', ALL],
+  ['get', '/types/t1', ALL],
+  ['patch', '/types/t1', ['admin']],
+  ['get', '/groups', ALL],
+  ['get', '/groups/t1', ALL],
+  ['patch', '/groups/t1', ['admin']],
   ['post', '/jobs/cancel', ['admin']],
   ['post', '/jobs/retry', ['admin']],
   ['get', '/metrics', ALL],
@@ -104,7 +111,12 @@ describe('auth', () => {
       .filter(([p]) => !['/healthz', '/readyz'].includes(p))
       .flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m} ${p}`))
       .sort();
-    const norm = (u: string) => u.split('?')[0]!.replace(/\/(t1|1)(?=\/|$)/, '/{id}');
+    const norm = (u: string) =>
+      u
+        .split('?')[0]!
+        .replace(/^\/types\/t1$/, '/types/{type}')
+        .replace(/^\/groups\/t1$/, '/groups/{group}')
+        .replace(/\/(t1|1)(?=\/|$)/, '/{id}');
     const tested = [...new Set(MATRIX.map(([m, u]) => `${m} ${norm(u)}`))].sort();
     expect(tested).toEqual(documented);
   });

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppDeps } from '../../app.js';
 import type { Clock } from '../../clock.js';
+import { flowRoutes } from './flow.js';
 import { jobRoutes } from './jobs.js';
 import { operationsRoutes } from './operations.js';
 import { periodicTaskRoutes } from './periodic-tasks.js';
@@ -15,5 +16,6 @@ export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
     await app.register(periodicTaskRoutes(deps));
     await app.register(jobRoutes(deps));
     await app.register(operationsRoutes(deps));
+    await app.register(flowRoutes(deps));
   };
 }

@@ -8,6 +8,7 @@ import {
   CreateJobBody,
   JobBatchSchema,
   jobDto,
+  ExplainResponse,
   jobEventDto,
   JobEventsResponse,
   JobIdParams,
@@ -158,6 +159,26 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         },
       },
       async (request) => jobDto(await jobs.retry(request.params.id, request.role)),
+    );
+
+    app.get(
+      '/jobs/:id/explain',
+      {
+        config: { access: 'jobs:read' },
+        schema: {
+          tags: ['jobs'],
+          summary: 'Why a job is not running',
+          description:
+            'Codes: scheduled, retry-backoff, type-paused, group-paused, type-at-concurrency, group-at-concurrency, ' +
+            'type-rate-limited, group-rate-limited, waiting-for-worker (runnable; detail says how many runnable jobs come before it), running, final.',
+          params: JobIdParams,
+          response: { 200: ExplainResponse, ...standardErrors, ...notFound },
+        },
+      },
+      async (request) => {
+        const e = await jobs.explain(request.params.id);
+        return { id: e.job.id, state: e.job.state, runnable: e.runnable, reasons: e.reasons };
+      },
     );
 
     app.get(

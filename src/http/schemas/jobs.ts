@@ -357,6 +357,32 @@ export const JobEventSchema = z
   })
   .meta({ id: 'JobEvent' });
 
+export const ExplainResponse = z
+  .object({
+    id: z.string(),
+    state: z.enum(JOB_STATES),
+    runnable: z.boolean().meta({ description: 'true: nothing holds it back; it waits for a worker' }),
+    reasons: z.array(
+      z.object({
+        code: z.enum([
+          'scheduled',
+          'retry-backoff',
+          'type-paused',
+          'group-paused',
+          'type-at-concurrency',
+          'group-at-concurrency',
+          'type-rate-limited',
+          'group-rate-limited',
+          'waiting-for-worker',
+          'running',
+          'final',
+        ]),
+        detail: z.string(),
+      }),
+    ),
+  })
+  .meta({ id: 'JobExplanation' });
+
 export const JobEventsResponse = z.object({ items: z.array(JobEventSchema) }).meta({ id: 'JobEvents' });
 
 export function jobEventDto(e: JobEvent) {

@@ -1,0 +1,91 @@
+/**
+ * Why a job is not running (GET /jobs/{id}/explain): pure, from the job and the facts of its type's
+ * and group's policies at `now`.
+ */
+import { formatDuration } from './duration.js';
+import type { Job } from './job.js';
+
+export type ExplainCode =
+  | 'scheduled'
+  | 'retry-backoff'
+  | 'type-paused'
+  | 'group-paused'
+  | 'type-at-concurrency'
+  | 'group-at-concurrency'
+  | 'type-rate-limited'
+  | 'group-rate-limited'
+  | 'waiting-for-worker'
+  | 'running'
+  | 'final';
+
+export interface ExplainReason {
+  code: ExplainCode;
+  detail: string;
+}
+
+/** The policy of the job's type or group as it stands at `now`. */
+export interface PolicyFacts {
+  kind: 'type' | 'group';
+  name: string;
+  paused: boolean;
+  concurrency: number | null;
+  /** Jobs holding a slot of the limit now. */
+  running: number;
+  /** Slots free now (0 with a concurrency limit: at its limit). */
+  freeSlots: number;
+  rate: { limit: number; windowMs: number } | null;
+  /** Tokens free now (0 with a rate limit: over its rate). */
+  freeTokens: number;
+  /** When the next token frees, if none is free. */
+  nextTokenAt: Date | null;
+}
+
+export interface Explanation {
+  runnable: boolean;
+  reasons: ExplainReason[];
+}
+
+/** `ahead`: runnable queued jobs that come before this one in lease order (capped by the caller). */
+export function explainJob(job: Job, policies: readonly PolicyFacts[], ahead: { count: number; capped: boolean }, now: Date): Explanation {
+  if (job.state === 'running') {
+    return { runnable: false, reasons: [{ code: 'running', detail: `It is running: leased by ${job.worker ?? 'a worker'} at ${job.startedAt?.toISOString() ?? '?'}.` }] };
+  }
+  if (job.state !== 'queued') {
+    return { runnable: false, reasons: [{ code: 'final', detail: `It is ${job.state}; only POST /jobs/${job.id}/retry queues it again.` }] };
+  }
+  const reasons: ExplainReason[] = [];
+  if (job.runAt.getTime() > now.getTime()) {
+    const wait = formatDuration(job.runAt.getTime() - now.getTime());
+    reasons.push(
+      job.attempts > 0
+        ? { code: 'retry-backoff', detail: `Attempt ${job.attempts} failed; it is retried at ${job.runAt.toISOString()} (in ${wait}).` }
+        : { code: 'scheduled', detail: `Its runAt is ${job.runAt.toISOString()} (in ${wait}).` },
+    );
+  }
+  for (const p of policies) {
+    const who = `${p.kind} "${p.name}"`;
+    if (p.paused) reasons.push({ code: `${p.kind}-paused`, detail: `Its ${who} is paused; PATCH /${p.kind}s/${encodeURIComponent(p.name)} {"paused": false} resumes it.` });
+    if (p.concurrency !== null && p.freeSlots === 0) {
+      reasons.push({
+        code: `${p.kind}-at-concurrency`,
+        detail: `Its ${who} is at its concurrency limit: ${p.running} of ${p.concurrency} running; it runs when one of them ends.`,
+      });
+    }
+    if (p.rate !== null && p.freeTokens === 0) {
+      const limit = `${p.rate.limit}/${formatDuration(p.rate.windowMs)}`;
+      const next = p.nextTokenAt === null ? '' : ` The next lease may begin at ${p.nextTokenAt.toISOString()}.`;
+      reasons.push({ code: `${p.kind}-rate-limited`, detail: `Its ${who} has used its rate of ${limit}.${next}` });
+    }
+  }
+  if (reasons.length > 0) return { runnable: false, reasons };
+  const n = ahead.capped ? `More than ${ahead.count}` : String(ahead.count);
+  return {
+    runnable: true,
+    reasons: [
+      {
+        code: 'waiting-for-worker',
+        detail: `It is runnable. ${n} runnable job${ahead.count === 1 && !ahead.capped ? '' : 's'} come${ahead.count === 1 && !ahead.capped ? 's' : ''} before it (higher priority, or earlier runAt); it is leased by the next worker asking for its type${ahead.count === 0 ? '' : ' once those are taken'}.`,
+      },
+    ],
+  };
+}

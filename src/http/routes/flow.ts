@@ -1,0 +1,106 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { standardErrors } from '../schemas/common.js';
+import {
+  FlowListQuery,
+  FlowPatchBody,
+  GroupListSchema,
+  GroupParams,
+  GroupSchema,
+  groupDto,
+  TypeListSchema,
+  TypeParams,
+  TypeSchema,
+  typeDto,
+} from '../schemas/flow.js';
+import type { RouteDeps } from './index.js';
+
+const tags = ['flow-control'];
+const policyDescription =
+  'paused: no job of it is leased (running ones go on); concurrency: at most that many of its jobs running; ' +
+  'rate "<n>/<duration>": at most n of its jobs begin in any window of that length; null clears a limit. ' +
+  'Enforced inside the lease, across every instance; it applies to every lease that starts after this answered.';
+
+/** GET/PATCH /types and /groups: flow-control policies and what is waiting. */
+export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
+  const flow = deps.services.flow;
+  return async (app) => {
+    app.get(
+      '/types',
+      {
+        config: { access: 'jobs:read' },
+        schema: {
+          tags,
+          summary: 'Every job type that has open jobs or a policy',
+          querystring: FlowListQuery,
+          response: { 200: TypeListSchema, ...standardErrors },
+        },
+      },
+      async (request) => {
+        const page = await flow.list('type', request.query);
+        return { items: page.items.map(typeDto), nextCursor: page.nextCursor };
+      },
+    );
+    app.get(
+      '/types/:type',
+      {
+        config: { access: 'jobs:read' },
+        schema: { tags, summary: 'A job type: its policy and its open jobs', params: TypeParams, response: { 200: TypeSchema, ...standardErrors } },
+      },
+      async (request) => typeDto(await flow.get('type', request.params.type)),
+    );
+    app.patch(
+      '/types/:type',
+      {
+        config: { access: 'jobs:manage' },
+        schema: {
+          tags,
+          summary: "Change a job type's policy",
+          description: policyDescription,
+          params: TypeParams,
+          body: FlowPatchBody,
+          response: { 200: TypeSchema, ...standardErrors },
+        },
+      },
+      async (request) => typeDto(await flow.patch('type', request.params.type, request.body, request.role)),
+    );
+    app.get(
+      '/groups',
+      {
+        config: { access: 'jobs:read' },
+        schema: {
+          tags,
+          summary: 'Every job group that has open jobs or a policy',
+          querystring: FlowListQuery,
+          response: { 200: GroupListSchema, ...standardErrors },
+        },
+      },
+      async (request) => {
+        const page = await flow.list('group', request.query);
+        return { items: page.items.map(groupDto), nextCursor: page.nextCursor };
+      },
+    );
+    app.get(
+      '/groups/:group',
+      {
+        config: { access: 'jobs:read' },
+        schema: { tags, summary: 'A job group: its policy and its open jobs', params: GroupParams, response: { 200: GroupSchema, ...standardErrors } },
+      },
+      async (request) => groupDto(await flow.get('group', request.params.group)),
+    );
+    app.patch(
+      '/groups/:group',
+      {
+        config: { access: 'jobs:manage' },
+        schema: {
+          tags,
+          summary: "Change a job group's policy",
+          description: policyDescription,
+          params: GroupParams,
+          body: FlowPatchBody,
+          response: { 200: GroupSchema, ...standardErrors },
+        },
+      },
+      async (request) => groupDto(await flow.patch('group', request.params.group, request.body, request.role)),
+    );
+  };
+}

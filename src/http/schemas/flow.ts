@@ -1,0 +1,96 @@
+/** Flow control of job types and groups: validation and the OpenAPI document. */
+import { z } from 'zod';
+import { MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
+import { DomainError } from '../../domain/errors.js';
+import type { FlowKeyView } from '../../services/flow.js';
+import { name, TimestampOut } from './common.js';
+
+const MAX_RATE = 1_000_000;
+
+/** `<n>/<duration>`: at most n leases begin in any window of that length. */
+const Rate = z
+  .string()
+  .transform((text, ctx) => {
+    const m = /^\s*(\d+)\s*\/\s*(\S+)\s*$/.exec(text);
+    if (!m) {
+      ctx.addIssue({ code: 'custom', message: `rate must be "<n>/<duration>", like "100/1m", got "${text}"` });
+      return z.NEVER;
+    }
+    const limit = Number(m[1]);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_RATE) {
+      ctx.addIssue({ code: 'custom', message: `the count in a rate must be a whole number from 1 to ${MAX_RATE}, got "${m[1]}"` });
+      return z.NEVER;
+    }
+    let windowMs: number;
+    try {
+      windowMs = parseDuration(m[2]!);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `the window of a rate ${err instanceof DomainError ? (err.errors[0]?.message ?? err.message) : 'is not a duration'}` });
+      return z.NEVER;
+    }
+    if (windowMs < 1 || windowMs > MAX_DURATION_MS) {
+      ctx.addIssue({ code: 'custom', message: `the window of a rate must be from 1ms to 100 years, got "${m[2]}"` });
+      return z.NEVER;
+    }
+    return { limit, windowMs };
+  })
+  .meta({ description: 'At most n leases begin in any window of this length: "<n>/<duration>"', example: '100/1m' });
+
+export const FlowPatchBody = z
+  .strictObject({
+    paused: z.boolean().optional().meta({ description: 'true: no job of it is leased; running jobs go on' }),
+    concurrency: z
+      .number()
+      .int('concurrency must be a whole number')
+      .min(1, 'concurrency must be at least 1')
+      .max(1_000_000, 'concurrency must be at most 1000000')
+      .nullable()
+      .optional()
+      .meta({ description: 'At most this many of its jobs running at once; null: no limit', example: 5 }),
+    rate: Rate.nullable().optional(),
+  })
+  .meta({ id: 'FlowPolicyPatch', example: { concurrency: 5, rate: '100/1m' } });
+
+const counts = z.object({
+  queued: z.number().int().meta({ description: 'Queued and runnable now' }),
+  scheduled: z.number().int().meta({ description: 'Queued with runAt in the future' }),
+  running: z.number().int(),
+});
+
+const common = {
+  paused: z.boolean(),
+  concurrency: z.number().int().nullable(),
+  rate: z.string().nullable().meta({ example: '100/1m' }),
+  counts,
+  oldestQueuedAt: TimestampOut.nullable().meta({ description: 'runAt of the oldest runnable queued job, or null' }),
+};
+
+export const TypeSchema = z.object({ type: z.string(), ...common }).meta({ id: 'JobType' });
+export const GroupSchema = z.object({ group: z.string(), ...common }).meta({ id: 'JobGroup' });
+export const TypeListSchema = z.object({ items: z.array(TypeSchema), nextCursor: z.string().nullable() }).meta({ id: 'JobTypeList' });
+export const GroupListSchema = z.object({ items: z.array(GroupSchema), nextCursor: z.string().nullable() }).meta({ id: 'JobGroupList' });
+
+export const TypeParams = z.strictObject({ type: name('type', 'mail.send') });
+export const GroupParams = z.strictObject({ group: name('group', 'customer:42') });
+
+export const FlowListQuery = z.strictObject({
+  limit: z.coerce
+    .number({ error: 'limit must be a whole number from 1 to 1000' })
+    .int('limit must be a whole number from 1 to 1000')
+    .min(1, 'limit must be at least 1')
+    .max(1000, 'limit must be at most 1000')
+    .default(100),
+  cursor: z.string().min(1).max(300).optional().meta({ description: 'nextCursor of the previous page.' }),
+});
+
+function body(v: FlowKeyView) {
+  return {
+    paused: v.paused,
+    concurrency: v.concurrency,
+    rate: v.rate,
+    counts: v.counts,
+    oldestQueuedAt: v.oldestQueuedAt === null ? null : v.oldestQueuedAt.toISOString(),
+  };
+}
+export const typeDto = (v: FlowKeyView) => ({ type: v.name, ...body(v) });
+export const groupDto = (v: FlowKeyView) => ({ group: v.name, ...body(v) });

@@ -1,0 +1,53 @@
+import { withTransaction } from '../db/executor.js';
+import { formatDuration } from '../domain/duration.js';
+import { type FlowKeyRow, type FlowKind, flowKeys, type FlowPatch, flowPolicyPatch } from '../repositories/flow.js';
+import type { ServiceContext } from './context.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+
+/** A job type or group as the API shows it: its policy and its open jobs. */
+export interface FlowKeyView {
+  name: string;
+  paused: boolean;
+  concurrency: number | null;
+  /** `<n>/<duration>`, or null. */
+  rate: string | null;
+  counts: { queued: number; scheduled: number; running: number };
+  oldestQueuedAt: Date | null;
+}
+
+const view = (k: FlowKeyRow): FlowKeyView => ({
+  name: k.name,
+  paused: k.paused,
+  concurrency: k.concurrency,
+  rate: k.rate === null ? null : `${k.rate.limit}/${formatDuration(k.rate.windowMs)}`,
+  counts: { queued: k.queued, scheduled: k.scheduled, running: k.running },
+  oldestQueuedAt: k.oldestQueuedAt,
+});
+
+const CURSOR_PREFIX: Record<FlowKind, string> = { type: 'ty', group: 'gr' };
+
+/** Flow control of job types and groups: pause, concurrency and rate (enforced in the lease). */
+export class FlowService {
+  constructor(private readonly ctx: ServiceContext) {}
+
+  async list(kind: FlowKind, q: { cursor?: string | undefined; limit: number }): Promise<{ items: FlowKeyView[]; nextCursor: string | null }> {
+    const after = q.cursor === undefined ? undefined : decodeCursor(CURSOR_PREFIX[kind], q.cursor, () => true);
+    const rows = await flowKeys(this.ctx.db, kind, this.ctx.clock.now(), { after, limit: q.limit + 1 });
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return { items: page.map(view), nextCursor: rows.length > q.limit && last ? encodeCursor(CURSOR_PREFIX[kind], last.name) : null };
+  }
+
+  /** One type or group; one with neither open jobs nor a policy is shown with zero counts and no policy. */
+  async get(kind: FlowKind, name: string): Promise<FlowKeyView> {
+    const [row] = await flowKeys(this.ctx.db, kind, this.ctx.clock.now(), { name, limit: 1 });
+    return view(row ?? { name, paused: false, concurrency: null, rate: null, queued: 0, scheduled: 0, running: 0, oldestQueuedAt: null });
+  }
+
+  /** Changes the policy; every lease that starts after this answered obeys it (the lease reads the table). */
+  async patch(kind: FlowKind, name: string, patch: FlowPatch, actor: string | null): Promise<FlowKeyView> {
+    const policy = await withTransaction(this.ctx.db, (tx) => flowPolicyPatch(tx, kind, name, patch, this.ctx.clock.now()));
+    this.ctx.logger.info({ [kind]: name, ...policy, actor }, `${kind} policy changed`);
+    return this.get(kind, name);
+  }
+}
