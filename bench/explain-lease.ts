@@ -86,8 +86,10 @@ try {
             ? client.escapeLiteral(`{${v.map((x) => `"${String(x)}"`).join(',')}}`)
             : typeof v === 'number' || typeof v === 'boolean'
               ? String(v)
-              : client.escapeLiteral(String(v));
-    const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) EXECUTE ${name}(${now.map(literal).join(', ')})`);
+              : client.escapeLiteral(typeof v === 'string' ? v : JSON.stringify(v));
+    const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN (ANALYZE, BUFFERS) EXECUTE ${name}(${now.map(literal).join(', ')})`,
+    );
     console.log(`\n=== ${label}\n${rows.map((r) => r['QUERY PLAN']).join('\n')}`);
   }
   // The proposed first step with jobs of a periodic task among the candidates: those come back
@@ -95,7 +97,9 @@ try {
   await client.query(
     `insert into periodic_task (id, task, timer, nextrun, created, updated) values ('explain', 'explain', 'every 1h', now(), now(), now())`,
   );
-  await client.query(`insert into job (type, args, run_at, priority, periodic_task_id) select 'noop', '{}', now(), 10, 'explain' from generate_series(1, 3)`);
+  await client.query(
+    `insert into job (type, args, run_at, priority, periodic_task_id) select 'noop', '{}', now(), 10, 'explain' from generate_series(1, 3)`,
+  );
   const step = await client.query<{ deferred: boolean; state: string; slot: string | null }>({
     name: 'explain_first_step',
     text: PROPOSED_FIRST_STEP,
@@ -104,7 +108,10 @@ try {
   const deferred = step.rows.filter((r) => r.deferred);
   console.log(
     `\n=== proposed first step with 3 task jobs of higher priority among 10 candidates: ${step.rows.length - deferred.length} leased ` +
-      `(slots ${step.rows.filter((r) => !r.deferred).map((r) => r.slot).join(',')}), ${deferred.length} deferred (state ${[...new Set(deferred.map((r) => r.state))].join(',')})`,
+      `(slots ${step.rows
+        .filter((r) => !r.deferred)
+        .map((r) => r.slot)
+        .join(',')}), ${deferred.length} deferred (state ${[...new Set(deferred.map((r) => r.state))].join(',')})`,
   );
   await client.end();
   await db.destroy();

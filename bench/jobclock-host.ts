@@ -43,10 +43,7 @@ export interface TickResult {
   timedOut: boolean;
 }
 
-type Request =
-  | { id: number; cmd: 'open'; args: OpenArgs }
-  | { id: number; cmd: 'close' }
-  | { id: number; cmd: 'tick'; args: TickArgs };
+type Request = { id: number; cmd: 'open'; args: OpenArgs } | { id: number; cmd: 'close' } | { id: number; cmd: 'tick'; args: TickArgs };
 
 interface Instance {
   db: Db;
@@ -168,7 +165,8 @@ async function tick(args: TickArgs): Promise<TickResult> {
     else submitted = await countJobs();
     if (submitted === before) {
       idleTicks++;
-      if (idleTicks >= 50) throw new Error(`PeriodicScheduler.tick made no progress in 50 calls (${submitted} of ${args.expected} submitted)`);
+      if (idleTicks >= 50)
+        throw new Error(`PeriodicScheduler.tick made no progress in 50 calls (${submitted} of ${args.expected} submitted)`);
     } else idleTicks = 0;
   }
   submitted = await countJobs();

@@ -21,7 +21,11 @@ export interface Summary {
 const ok = (r: UnitResult | { error: string } | undefined): r is UnitResult => !!r && !('error' in r);
 
 function values(rounds: RoundResults[], key: string, pick: (r: UnitResult) => number = (r) => r.value): number[] {
-  return rounds.map((m) => m.get(key)).filter(ok).map(pick).filter((v) => Number.isFinite(v));
+  return rounds
+    .map((m) => m.get(key))
+    .filter(ok)
+    .map(pick)
+    .filter((v) => Number.isFinite(v));
 }
 
 /** Why a figure is missing: the first error of that unit, or "not run". */
@@ -47,7 +51,10 @@ function ratios(rounds: RoundResults[], num: string, den: string, pick: (r: Unit
 function notes(rounds: RoundResults[], key: string): string {
   const results = rounds.map((m) => m.get(key)).filter((r) => r !== undefined);
   const parts: string[] = [];
-  const noted = results.filter(ok).map((r) => r.note).filter((n): n is string => !!n);
+  const noted = results
+    .filter(ok)
+    .map((r) => r.note)
+    .filter((n): n is string => !!n);
   for (const kind of new Set(noted.map((n) => (n.startsWith('time-boxed') ? 'time-boxed' : n)))) {
     const count = noted.filter((n) => n === kind || (kind === 'time-boxed' && n.startsWith(kind))).length;
     parts.push(results.length > 1 ? `${kind} in ${count}/${results.length} rounds` : kind === 'time-boxed' ? noted[0]! : kind);
@@ -59,7 +66,12 @@ function notes(rounds: RoundResults[], key: string): string {
 
 const passMark = (pass: boolean | null) => (pass === null ? '—' : pass ? 'PASS' : 'FAIL');
 
-export function summarize(rounds: RoundResults[], lateness: RoundResults | null, scheduleNames: string[], statementSource: string): Summary {
+export function summarize(
+  rounds: RoundResults[],
+  lateness: RoundResults | null,
+  scheduleNames: string[],
+  statementSource: string,
+): Summary {
   const rows: TableRow[] = [];
   const figures: Record<string, unknown> = {};
 
@@ -87,7 +99,9 @@ export function summarize(rounds: RoundResults[], lateness: RoundResults | null,
   // Worker protocol
   rate('a.raw1', '(a) raw SQL claim + finish, 1 job/statement, 8 conns', 'jobs/s');
   rate('a.raw100', '(a) raw SQL claim + finish, 100 jobs/statement, 4 conns', 'jobs/s');
-  rate('a.lease100', "(a) jobclock's lease statement (jobLease) + raw finish, 100/statement, 4 conns", 'jobs/s', [{ key: 'a.raw100', label: 'raw 100' }]);
+  rate('a.lease100', "(a) jobclock's lease statement (jobLease) + raw finish, 100/statement, 4 conns", 'jobs/s', [
+    { key: 'a.raw100', label: 'raw 100' },
+  ]);
   rate('a.slim100', '(a) lease without the periodic machinery (proposal) + raw finish, 4 conns', 'jobs/s', [
     { key: 'a.lease100', label: 'jobLease' },
     { key: 'a.raw100', label: 'raw 100' },
@@ -108,7 +122,9 @@ export function summarize(rounds: RoundResults[], lateness: RoundResults | null,
     { key: 'c.graphile018', label: 'graphile 0.18' },
   ]);
   rate('c.pgboss12', '(c) pg-boss 12: fetch 100 + complete(ids), 4 loops', 'jobs/s', [{ key: 'a.raw100', label: 'raw 100' }]);
-  rate('c.pgboss12work', '(c) pg-boss 12: work() batchSize 100, localConcurrency 4, burst', 'jobs/s', [{ key: 'c.pgboss12', label: 'fetch loop' }]);
+  rate('c.pgboss12work', '(c) pg-boss 12: work() batchSize 100, localConcurrency 4, burst', 'jobs/s', [
+    { key: 'c.pgboss12', label: 'fetch loop' },
+  ]);
   rate('c.graphile018', '(c) graphile-worker 0.18: concurrency 50, localQueue 2000, completion batched 2 ms', 'jobs/s', [
     { key: 'a.raw100', label: 'raw 100' },
   ]);
@@ -129,7 +145,13 @@ export function summarize(rounds: RoundResults[], lateness: RoundResults | null,
       return ok(r) ? (r.samples ?? []) : [];
     });
     if (samples.length === 0) {
-      rows.push({ measurement: label, result: reason(rounds, key), ratio: vs ? 'n/a' : '', target: vs ? 'p50 ≤ 2× raw; max < 20 ms' : '', pass: vs ? '—' : '' });
+      rows.push({
+        measurement: label,
+        result: reason(rounds, key),
+        ratio: vs ? 'n/a' : '',
+        target: vs ? 'p50 ≤ 2× raw; max < 20 ms' : '',
+        pass: vs ? '—' : '',
+      });
       figures[key] = { label, unit: 'ms', value: null };
       return;
     }
@@ -202,14 +224,26 @@ export function summarize(rounds: RoundResults[], lateness: RoundResults | null,
         figures['h.committed'] = { label: 'lateness, commit time', p99, pass: p99 <= 100 && !r.note };
       }
     } else {
-      rows.push({ measurement: label, result: lateness ? reason([lateness], key) : 'n/a: skipped', ratio: '', target: 'p99 ≤ 100 ms', pass: '—' });
+      rows.push({
+        measurement: label,
+        result: lateness ? reason([lateness], key) : 'n/a: skipped',
+        ratio: '',
+        target: 'p99 ≤ 100 ms',
+        pass: '—',
+      });
       figures[key] = { label, value: null };
     }
   }
 
   // Schedule engine
   if (scheduleNames.length === 0) {
-    rows.push({ measurement: '(i) schedule engine: next occurrences', result: reason(rounds, 'i.schedules'), ratio: '', target: '', pass: '' });
+    rows.push({
+      measurement: '(i) schedule engine: next occurrences',
+      result: reason(rounds, 'i.schedules'),
+      ratio: '',
+      target: '',
+      pass: '',
+    });
   }
   for (const name of scheduleNames) {
     const v = spread(values(rounds, 'i.schedules', (r) => r.extra?.[name] ?? Number.NaN));
@@ -267,13 +301,27 @@ export function summarizeCpu(rounds: RoundResults[]): { table: string; figures: 
   // PostgreSQL's CPU per job against the raw claim-100 loop on the same schema, within each round.
   const pgOf = (r: UnitResult) => r.extra?.['cpu.postgres'] ?? Number.NaN;
   for (const [key, label] of CPU_ROWS) {
-    const sides = Object.fromEntries(CPU_SIDES.map((side) => [side, spread(values(rounds, key, (r) => r.extra?.[`cpu.${side}`] ?? Number.NaN))]));
+    const sides = Object.fromEntries(
+      CPU_SIDES.map((side) => [side, spread(values(rounds, key, (r) => r.extra?.[`cpu.${side}`] ?? Number.NaN))]),
+    );
     if (!sides.total) continue;
     const pgShare = key === 'a.raw100' ? null : spread(ratios(rounds, key, 'a.raw100', pgOf));
     figures[key] = { ...sides, postgresVsRaw100: pgShare };
-    rows.push([label, ...CPU_SIDES.map((side) => (sides[side] ? fmt(sides[side].median) : '—')), pgShare ? `${fmt(pgShare.median)}×` : '—']);
+    rows.push([
+      label,
+      ...CPU_SIDES.map((side) => (sides[side] ? fmt(sides[side].median) : '—')),
+      pgShare ? `${fmt(pgShare.median)}×` : '—',
+    ]);
   }
   if (rows.length === 0) return null;
-  const head = ['CPU µs per job (median)', 'bench thread (clients / library)', 'jobclock thread', 'other node threads', 'PostgreSQL', 'total', 'PostgreSQL ÷ raw 100 (within round)'];
+  const head = [
+    'CPU µs per job (median)',
+    'bench thread (clients / library)',
+    'jobclock thread',
+    'other node threads',
+    'PostgreSQL',
+    'total',
+    'PostgreSQL ÷ raw 100 (within round)',
+  ];
   return { table: renderMarkdown(head, rows), figures };
 }

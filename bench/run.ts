@@ -106,7 +106,10 @@ function repoRoot(): string {
 }
 
 function describe(key: string, r: UnitResult): string {
-  if (key === 'i.schedules') return Object.entries(r.extra ?? {}).map(([k, v]) => `${k} ${fmt(v)}/s`).join(', ');
+  if (key === 'i.schedules')
+    return Object.entries(r.extra ?? {})
+      .map(([k, v]) => `${k} ${fmt(v)}/s`)
+      .join(', ');
   if (key.startsWith('e.') || key.startsWith('h.')) {
     const e = r.extra ?? {};
     return `p50 ${fmt(e.p50 ?? Number.NaN)} p99 ${fmt(e.p99 ?? Number.NaN)} max ${fmt(e.max ?? Number.NaN)} ms`;
@@ -171,7 +174,9 @@ async function main(): Promise<void> {
       'shared_preload_libraries',
       'track_commit_timestamp',
     ]);
-    log(`PostgreSQL ${pgVersion} (embedded): fsync=${pgSettings.fsync} synchronous_commit=${pgSettings.synchronous_commit} full_page_writes=${pgSettings.full_page_writes}`);
+    log(
+      `PostgreSQL ${pgVersion} (embedded): fsync=${pgSettings.fsync} synchronous_commit=${pgSettings.synchronous_commit} full_page_writes=${pgSettings.full_page_writes}`,
+    );
     host = JobclockHost.start();
     const ctx: BenchContext = { server, host, templates: null as unknown as Templates, scale: SCALE, rounds: ROUNDS, log };
     ctx.templates = new Templates(server, processingJobs(ctx), burstTasks(ctx), log);
@@ -204,10 +209,12 @@ async function main(): Promise<void> {
     }
 
     const scheduleNames = [
-      ...new Set(rounds.flatMap((m) => {
-        const r = m.get('i.schedules');
-        return r && !('error' in r) ? Object.keys(r.extra ?? {}) : [];
-      })),
+      ...new Set(
+        rounds.flatMap((m) => {
+          const r = m.get('i.schedules');
+          return r && !('error' in r) ? Object.keys(r.extra ?? {}) : [];
+        }),
+      ),
     ];
     const { rows, figures } = summarize(rounds, latenessResults, scheduleNames, server.statementSource);
     const cpus = os.cpus();

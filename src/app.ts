@@ -2,12 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -85,8 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       info: {
         title: 'jobclock',
         version: API_VERSION,
-        description:
-          'Periodic tasks and one-shot jobs for workers in any language. Errors are RFC 9457 problem documents.',
+        description: 'Periodic tasks and one-shot jobs for workers in any language. Errors are RFC 9457 problem documents.',
       },
       components: {
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'role:token pairs from JOBCLOCK_TOKENS' } },

@@ -13,7 +13,6 @@ export interface Runtime {
 
 const EMBEDDED_DATABASE = 'jobclock';
 
-
 export async function openRuntime(config: Config, logger: Logger): Promise<Runtime> {
   let embedded: EmbeddedServer | null = null;
   let url = config.databaseUrl;

@@ -34,7 +34,13 @@ export class HttpClient {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = { authorization: this.auth, accept: 'application/json' };
     if (payload !== undefined) headers['content-type'] = 'application/json';
-    const res = await this.pool.request({ method, path, headers, ...(payload !== undefined ? { body: payload } : {}), ...(signal ? { signal } : {}) });
+    const res = await this.pool.request({
+      method,
+      path,
+      headers,
+      ...(payload !== undefined ? { body: payload } : {}),
+      ...(signal ? { signal } : {}),
+    });
     const text = await res.body.text();
     let parsed: unknown = text;
     if (text.length === 0) parsed = null;
@@ -60,10 +66,12 @@ export class HttpClient {
 /** Turns an unexpected answer into an error that names the route, status and problem title. */
 export function unexpected(route: string, res: HttpResponse): Error {
   const b = res.body as { title?: unknown; detail?: unknown; type?: unknown } | null;
-  const what = b && typeof b === 'object' ? [b.title, b.detail].filter((x) => typeof x === 'string').join(': ') : String(res.body).slice(0, 200);
-  if (res.status === 404 && b && typeof b === 'object' && String(b.type ?? '').includes('route-not-found')) {
+  const what =
+    b && typeof b === 'object' ? [b.title, b.detail].filter((x) => typeof x === 'string').join(': ') : String(res.body).slice(0, 200);
+  if (res.status === 404 && b && typeof b === 'object' && typeof b.type === 'string' && b.type.includes('route-not-found')) {
     return new NotAvailable(`${route} not implemented yet (404)`);
   }
-  if (res.status === 404 || res.status === 405 || res.status === 501) return new NotAvailable(`${route} answered ${res.status}${what ? ` (${what})` : ''}`);
+  if (res.status === 404 || res.status === 405 || res.status === 501)
+    return new NotAvailable(`${route} answered ${res.status}${what ? ` (${what})` : ''}`);
   return new Error(`${route} answered ${res.status}${what ? `: ${what}` : ''}`);
 }

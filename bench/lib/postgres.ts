@@ -82,7 +82,9 @@ export class BenchServer {
 
   async settings(names: readonly string[]): Promise<Record<string, string>> {
     return this.admin(async (c) => {
-      const { rows } = await c.query<{ name: string; setting: string }>('select name, setting from pg_settings where name = any($1)', [names]);
+      const { rows } = await c.query<{ name: string; setting: string }>('select name, setting from pg_settings where name = any($1)', [
+        names,
+      ]);
       return Object.fromEntries(rows.map((r) => [r.name, r.setting]));
     });
   }
@@ -158,7 +160,10 @@ export class FreshDatabase {
         [this.name, limit],
       );
       return rows
-        .map((r) => `  ${r.total.toFixed(0).padStart(7)} ms ${r.calls.padStart(7)} calls ${r.rows.padStart(8)} rows ${r.mean.toFixed(3).padStart(8)} ms/call  ${r.query.slice(0, 110)}`)
+        .map(
+          (r) =>
+            `  ${r.total.toFixed(0).padStart(7)} ms ${r.calls.padStart(7)} calls ${r.rows.padStart(8)} rows ${r.mean.toFixed(3).padStart(8)} ms/call  ${r.query.slice(0, 110)}`,
+        )
         .join('\n');
     });
   }

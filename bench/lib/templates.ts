@@ -102,7 +102,10 @@ export class Templates {
       await boss.start();
       try {
         for (let i = 0; i < this.jobs; i += 1000) {
-          await boss.insert(PGBOSS_QUEUE, Array.from({ length: Math.min(1000, this.jobs - i) }, (_, k) => ({ data: { n: i + k } })));
+          await boss.insert(
+            PGBOSS_QUEUE,
+            Array.from({ length: Math.min(1000, this.jobs - i) }, (_, k) => ({ data: { n: i + k } })),
+          );
         }
       } finally {
         await boss.stop({ graceful: false });
@@ -127,7 +130,9 @@ export class Templates {
       const utils = await makeWorkerUtils018({ connectionString: db.url, logger: silentGraphileLogger018 });
       try {
         for (let i = 0; i < this.jobs; i += 1000) {
-          await utils.addJobs(Array.from({ length: Math.min(1000, this.jobs - i) }, (_, k) => ({ identifier: 'noop', payload: { n: i + k } })));
+          await utils.addJobs(
+            Array.from({ length: Math.min(1000, this.jobs - i) }, (_, k) => ({ identifier: 'noop', payload: { n: i + k } })),
+          );
         }
       } finally {
         await utils.release();

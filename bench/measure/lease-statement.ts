@@ -108,35 +108,40 @@ function leaseLoop(key: string, how: 'jobclock' | 'slim'): Unit {
         // that the rows differ only in the claim.
         for (let i = 0; i < CONNECTIONS; i++) finishers.push(await fresh.client('bench-finish'));
         const slots = Array.from({ length: PER_STATEMENT }, () => ({ worker: 'bench-lease', leaseMs: 30_000 }));
-        const t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
-          let done = 0;
-          await Promise.all(
-            Array.from({ length: CONNECTIONS }, async (_, i) => {
-              const json = slotsJson(`bench-lease-${i}`);
-              while (performance.now() < until.deadline && done < until.jobs) {
-                let ids: string[];
-                let tokens: string[];
-                if (how === 'jobclock') {
-                  const r = await jobLease(d, { now: new Date(), slots });
-                  ids = r.leased.map((j) => j.id);
-                  tokens = r.leased.map((j) => j.leaseToken);
-                } else {
-                  const r = await d.protocol.query<{ id: string; lease_token: string }>({
-                    name: 'bench_slim_lease',
-                    text: SLIM_LEASE,
-                    values: [json, new Date(), PER_STATEMENT],
-                  });
-                  ids = r.rows.map((j) => String(j.id));
-                  tokens = r.rows.map((j) => j.lease_token);
+        const t = await warmThenTime(
+          ctx,
+          processingTimeboxMs(ctx),
+          async (until) => {
+            let done = 0;
+            await Promise.all(
+              Array.from({ length: CONNECTIONS }, async (_, i) => {
+                const json = slotsJson(`bench-lease-${i}`);
+                while (performance.now() < until.deadline && done < until.jobs) {
+                  let ids: string[];
+                  let tokens: string[];
+                  if (how === 'jobclock') {
+                    const r = await jobLease(d, { now: new Date(), slots });
+                    ids = r.leased.map((j) => j.id);
+                    tokens = r.leased.map((j) => j.leaseToken);
+                  } else {
+                    const r = await d.protocol.query<{ id: string; lease_token: string }>({
+                      name: 'bench_slim_lease',
+                      text: SLIM_LEASE,
+                      values: [json, new Date(), PER_STATEMENT],
+                    });
+                    ids = r.rows.map((j) => String(j.id));
+                    tokens = r.rows.map((j) => j.lease_token);
+                  }
+                  if (ids.length === 0) return;
+                  const res = await finishers[i]!.query(FINISH_MANY, [ids, tokens]);
+                  done += res.rowCount ?? 0;
                 }
-                if (ids.length === 0) return;
-                const res = await finishers[i]!.query(FINISH_MANY, [ids, tokens]);
-                done += res.rowCount ?? 0;
-              }
-            }),
-          );
-          return done;
-        }, warmupJobs(ctx));
+              }),
+            );
+            return done;
+          },
+          warmupJobs(ctx),
+        );
         if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await fresh.topStatements()}`);
         return timedRate(t, n);
       } finally {

@@ -50,26 +50,31 @@ function rawProcessing(key: string, perStatement: number, connections: number): 
         const n = ctx.templates.jobs;
         await db.settle();
         for (let i = 0; i < connections; i++) clients.push(await db.client('bench-raw'));
-        const t = await warmThenTime(ctx, timebox(ctx), async (until) => {
-          let done = 0;
-          await Promise.all(
-            clients.map(async (c, i) => {
-              const worker = `raw-${i}`;
-              while (performance.now() < until.deadline && done < until.jobs) {
-                const { rows } = await c.query<{ id: string; lease_token: string }>(CLAIM, [perStatement, worker]);
-                if (rows.length === 0) return;
-                if (perStatement === 1) {
-                  const res = await c.query(FINISH_ONE, [rows[0]!.id, rows[0]!.lease_token]);
-                  done += res.rowCount ?? 0;
-                } else {
-                  const res = await c.query(FINISH_MANY, [rows.map((r) => r.id), rows.map((r) => r.lease_token)]);
-                  done += res.rowCount ?? 0;
+        const t = await warmThenTime(
+          ctx,
+          timebox(ctx),
+          async (until) => {
+            let done = 0;
+            await Promise.all(
+              clients.map(async (c, i) => {
+                const worker = `raw-${i}`;
+                while (performance.now() < until.deadline && done < until.jobs) {
+                  const { rows } = await c.query<{ id: string; lease_token: string }>(CLAIM, [perStatement, worker]);
+                  if (rows.length === 0) return;
+                  if (perStatement === 1) {
+                    const res = await c.query(FINISH_ONE, [rows[0]!.id, rows[0]!.lease_token]);
+                    done += res.rowCount ?? 0;
+                  } else {
+                    const res = await c.query(FINISH_MANY, [rows.map((r) => r.id), rows.map((r) => r.lease_token)]);
+                    done += res.rowCount ?? 0;
+                  }
                 }
-              }
-            }),
-          );
-          return done;
-        }, warmupJobs(ctx));
+              }),
+            );
+            return done;
+          },
+          warmupJobs(ctx),
+        );
         return timedRate(t, n);
       } finally {
         await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
@@ -136,46 +141,51 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: Lea
         const rep = reporter;
         const lsr = leaser;
         let finished = 0; // over both phases: the run is over when it reaches n
-        const t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
-          let done = 0;
-          const over = new AbortController();
-          const more = () => performance.now() < until.deadline && done < until.jobs && finished < n;
-          const count = (k: number) => {
-            done += k;
-            finished += k;
-            // Every job is finished: a worker parked in a long-poll can only get nothing now. (Not
-            // at the end of the warm-up: a lease in flight would be cut off with jobs in it.)
-            if (finished >= n) over.abort();
-          };
-          await Promise.all(
-            Array.from({ length: leaseLoops }, async (_, i) => {
-              const worker = `bench-worker-${i}`;
-              while (more()) {
-                const jobs = await lease(lsr, worker, 100, style, style.wait ? over.signal : undefined);
-                if (jobs.length === 0) return;
-                if (mode === 'reports') {
-                  const res = await rep.post('/jobs/reports', {
-                    reports: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })),
-                  });
-                  if (res.status !== 200) throw unexpected('POST /jobs/reports', res);
-                  const results = (res.body as { results?: { status: number }[] }).results ?? [];
-                  const ok = results.filter((r) => r.status === 200).length;
-                  if (ok !== jobs.length) throw new Error(`POST /jobs/reports: ${jobs.length - ok} of ${jobs.length} reports not 200`);
-                  count(ok);
-                } else {
-                  await Promise.all(
-                    jobs.map(async (j) => {
-                      const res = await rep.post(`/jobs/${encodeURIComponent(j.id)}/finished`, { leaseToken: j.leaseToken });
-                      if (res.status !== 200) throw unexpected('POST /jobs/{id}/finished', res);
-                      count(1);
-                    }),
-                  );
+        const t = await warmThenTime(
+          ctx,
+          processingTimeboxMs(ctx),
+          async (until) => {
+            let done = 0;
+            const over = new AbortController();
+            const more = () => performance.now() < until.deadline && done < until.jobs && finished < n;
+            const count = (k: number) => {
+              done += k;
+              finished += k;
+              // Every job is finished: a worker parked in a long-poll can only get nothing now. (Not
+              // at the end of the warm-up: a lease in flight would be cut off with jobs in it.)
+              if (finished >= n) over.abort();
+            };
+            await Promise.all(
+              Array.from({ length: leaseLoops }, async (_, i) => {
+                const worker = `bench-worker-${i}`;
+                while (more()) {
+                  const jobs = await lease(lsr, worker, 100, style, style.wait ? over.signal : undefined);
+                  if (jobs.length === 0) return;
+                  if (mode === 'reports') {
+                    const res = await rep.post('/jobs/reports', {
+                      reports: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })),
+                    });
+                    if (res.status !== 200) throw unexpected('POST /jobs/reports', res);
+                    const results = (res.body as { results?: { status: number }[] }).results ?? [];
+                    const ok = results.filter((r) => r.status === 200).length;
+                    if (ok !== jobs.length) throw new Error(`POST /jobs/reports: ${jobs.length - ok} of ${jobs.length} reports not 200`);
+                    count(ok);
+                  } else {
+                    await Promise.all(
+                      jobs.map(async (j) => {
+                        const res = await rep.post(`/jobs/${encodeURIComponent(j.id)}/finished`, { leaseToken: j.leaseToken });
+                        if (res.status !== 200) throw unexpected('POST /jobs/{id}/finished', res);
+                        count(1);
+                      }),
+                    );
+                  }
                 }
-              }
-            }),
-          );
-          return done;
-        }, warmupJobs(ctx));
+              }),
+            );
+            return done;
+          },
+          warmupJobs(ctx),
+        );
         if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
         const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
         const inDb = (check.rows[0] as { n: number }).n;
@@ -237,31 +247,51 @@ function pgBoss12Processing(key: string, how: 'fetch' | 'work'): Unit {
         await db.settle();
         let t;
         if (how === 'fetch') {
-          t = await warmThenTime(ctx, processingTimeboxMs(ctx), async (until) => {
-            let done = 0;
-            await Promise.all(
-              Array.from({ length: 4 }, async () => {
-                while (performance.now() < until.deadline && done < until.jobs) {
-                  const jobs = await boss.fetch(QUEUE, { batchSize: 100 });
-                  if (jobs.length === 0) return;
-                  await boss.complete(
-                    QUEUE,
-                    jobs.map((j) => j.id),
-                  );
-                  done += jobs.length;
-                }
-              }),
-            );
-            return done;
-          }, warmupJobs(ctx));
+          t = await warmThenTime(
+            ctx,
+            processingTimeboxMs(ctx),
+            async (until) => {
+              let done = 0;
+              await Promise.all(
+                Array.from({ length: 4 }, async () => {
+                  while (performance.now() < until.deadline && done < until.jobs) {
+                    const jobs = await boss.fetch(QUEUE, { batchSize: 100 });
+                    if (jobs.length === 0) return;
+                    await boss.complete(
+                      QUEUE,
+                      jobs.map((j) => j.id),
+                    );
+                    done += jobs.length;
+                  }
+                }),
+              );
+              return done;
+            },
+            warmupJobs(ctx),
+          );
         } else {
           let executed = 0;
           // burstWhenBatchFull: a worker whose batch came back full fetches again at once instead
           // of waiting its polling interval (≥ 0.5 s) — pg-boss 12's own option for a backlog.
-          await boss.work(QUEUE, { batchSize: 100, localConcurrency: 4, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }, async (jobs) => {
-            executed += jobs.length;
-          });
-          t = await warmThenTime(ctx, processingTimeboxMs(ctx), (until) => watchPhase(until, () => executed, n, () => pgBoss12Completed(db)), warmupJobs(ctx));
+          await boss.work(
+            QUEUE,
+            { batchSize: 100, localConcurrency: 4, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true },
+            async (jobs) => {
+              executed += jobs.length;
+            },
+          );
+          t = await warmThenTime(
+            ctx,
+            processingTimeboxMs(ctx),
+            (until) =>
+              watchPhase(
+                until,
+                () => executed,
+                n,
+                () => pgBoss12Completed(db),
+              ),
+            warmupJobs(ctx),
+          );
         }
         const completed = await pgBoss12Completed(db);
         if (completed < t.warmup + t.done) throw new Error(`pg-boss 12: ${t.warmup + t.done} processed, ${completed} in state completed`);
@@ -318,9 +348,21 @@ export const graphile018Processing: Unit = {
         },
         preset: { worker: graphile018Settings() },
       });
-      const t = await warmThenTime(ctx, processingTimeboxMs(ctx), (until) => watchPhase(until, () => executed, n, async () => n - (await remaining())), warmupJobs(ctx));
+      const t = await warmThenTime(
+        ctx,
+        processingTimeboxMs(ctx),
+        (until) =>
+          watchPhase(
+            until,
+            () => executed,
+            n,
+            async () => n - (await remaining()),
+          ),
+        warmupJobs(ctx),
+      );
       const left = await remaining();
-      if (n - left < t.warmup + t.done) throw new Error(`graphile-worker 0.18: ${t.warmup + t.done} executed but ${n - left} gone from its table`);
+      if (n - left < t.warmup + t.done)
+        throw new Error(`graphile-worker 0.18: ${t.warmup + t.done} executed but ${n - left} gone from its table`);
       return timedRate(t, n);
     } finally {
       await runner?.stop().catch(() => undefined);
@@ -369,7 +411,9 @@ export const jobclockInterleaved: Unit = {
             while (done < segment) {
               const jobs = await lease(c, `bench-worker-${i}`, 100, style);
               if (jobs.length === 0) return;
-              const res = await c.post('/jobs/reports', { reports: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })) });
+              const res = await c.post('/jobs/reports', {
+                reports: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })),
+              });
               if (res.status !== 200) throw unexpected('POST /jobs/reports', res);
               done += jobs.length;
             }
@@ -388,7 +432,9 @@ export const jobclockInterleaved: Unit = {
         const r = rates.get(name)!;
         extra[`${name} jobs/s`] = median(r);
         extra[`${name} cpu µs/job`] = median(cpus.get(name)!);
-        ctx.log(`b.interleaved ${name.padEnd(10)} median ${median(r).toFixed(0)} jobs/s, ${median(cpus.get(name)!).toFixed(1)} µs CPU/job over ${r.length} segments [${r.map((v) => v.toFixed(0)).join(' ')}]`);
+        ctx.log(
+          `b.interleaved ${name.padEnd(10)} median ${median(r).toFixed(0)} jobs/s, ${median(cpus.get(name)!).toFixed(1)} µs CPU/job over ${r.length} segments [${r.map((v) => v.toFixed(0)).join(' ')}]`,
+        );
       }
       return { value: extra['types+wait jobs/s']! / extra['neither jobs/s']!, extra };
     } finally {

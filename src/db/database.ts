@@ -7,7 +7,7 @@ import { fastTimestamptzParser } from './timestamps.js';
 
 const INT8_OID = 20;
 const TIMESTAMPTZ_OID = 1184;
-const parseTimestamptz = fastTimestamptzParser(pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text'));
+const parseTimestamptz = fastTimestamptzParser(pg.types.getTypeParser(TIMESTAMPTZ_OID, 'text') as (text: string) => unknown);
 
 /**
  * bigint columns (ids, millisecond durations, counts) come back as JavaScript numbers: every
@@ -20,7 +20,7 @@ const types = {
       if (oid === INT8_OID) return (value: string) => Number(value);
       if (oid === TIMESTAMPTZ_OID) return parseTimestamptz;
     }
-    return pg.types.getTypeParser(oid, format as 'text');
+    return pg.types.getTypeParser(oid, format) as (text: string) => unknown;
   },
 };
 
@@ -78,7 +78,10 @@ export function createDb(options: DbOptions): Db {
   // before the caller's first statement, and the two never overlap on the connection
   const protocol = new pg.Pool({
     ...config(split.protocol),
-    onConnect: (client: pg.ClientBase) => client.query('SET plan_cache_mode = force_generic_plan'),
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises -- pg-pool awaits the promise; its types say void
+    onConnect: async (client: pg.ClientBase) => {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+    },
   });
   // A connection whose server went away (pg_terminate_backend, a failover, a pooler restart,
   // PostgreSQL stopping) must cost at most the request or tick that used it, never the process.

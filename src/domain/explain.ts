@@ -48,10 +48,18 @@ export interface Explanation {
 /** `ahead`: runnable queued jobs that come before this one in lease order (capped by the caller). */
 export function explainJob(job: Job, policies: readonly PolicyFacts[], ahead: { count: number; capped: boolean }, now: Date): Explanation {
   if (job.state === 'running') {
-    return { runnable: false, reasons: [{ code: 'running', detail: `It is running: leased by ${job.worker ?? 'a worker'} at ${job.startedAt?.toISOString() ?? '?'}.` }] };
+    return {
+      runnable: false,
+      reasons: [
+        { code: 'running', detail: `It is running: leased by ${job.worker ?? 'a worker'} at ${job.startedAt?.toISOString() ?? '?'}.` },
+      ],
+    };
   }
   if (job.state !== 'queued') {
-    return { runnable: false, reasons: [{ code: 'final', detail: `It is ${job.state}; only POST /jobs/${job.id}/retry queues it again.` }] };
+    return {
+      runnable: false,
+      reasons: [{ code: 'final', detail: `It is ${job.state}; only POST /jobs/${job.id}/retry queues it again.` }],
+    };
   }
   const reasons: ExplainReason[] = [];
   if (job.runAt.getTime() > now.getTime()) {
@@ -64,7 +72,11 @@ export function explainJob(job: Job, policies: readonly PolicyFacts[], ahead: { 
   }
   for (const p of policies) {
     const who = `${p.kind} "${p.name}"`;
-    if (p.paused) reasons.push({ code: `${p.kind}-paused`, detail: `Its ${who} is paused; PATCH /${p.kind}s/${encodeURIComponent(p.name)} {"paused": false} resumes it.` });
+    if (p.paused)
+      reasons.push({
+        code: `${p.kind}-paused`,
+        detail: `Its ${who} is paused; PATCH /${p.kind}s/${encodeURIComponent(p.name)} {"paused": false} resumes it.`,
+      });
     if (p.concurrency !== null && p.freeSlots === 0) {
       reasons.push({
         code: `${p.kind}-at-concurrency`,

@@ -21,7 +21,8 @@ export type JobEventKind =
 
 export interface JobEvent {
   at: Date;
-  kind: JobEventKind | string;
+  /** A JobEventKind (stored kinds are strings the migrations list). */
+  kind: string;
   attempt: number | null;
   worker: string | null;
   /** The role that took a manual action (or `policy:replace`); null for everything else. */
@@ -40,7 +41,9 @@ function startedAtOf(detail: unknown): string | null {
 }
 
 export function jobHistory(job: Job, stored: readonly JobEvent[]): JobEvent[] {
-  const out: JobEvent[] = [{ at: job.createdAt, kind: 'created', attempt: null, worker: null, actor: null, detail: { runAt: job.runAt.toISOString() } }];
+  const out: JobEvent[] = [
+    { at: job.createdAt, kind: 'created', attempt: null, worker: null, actor: null, detail: { runAt: job.runAt.toISOString() } },
+  ];
   const endedStarts = new Set<string>();
   for (const e of stored) {
     const started = ATTEMPT_ENDS.has(e.kind) ? startedAtOf(e.detail) : null;
@@ -52,7 +55,14 @@ export function jobHistory(job: Job, stored: readonly JobEvent[]): JobEvent[] {
   }
   // the current (or last) lease, unless a stored event already ended it
   if (job.startedAt !== null && !endedStarts.has(job.startedAt.toISOString())) {
-    out.push({ at: job.startedAt, kind: 'leased', attempt: job.attempts, worker: job.worker, actor: null, detail: { leaseExpiresAt: job.leaseExpiresAt?.toISOString() ?? null, deadline: job.deadline?.toISOString() ?? null } });
+    out.push({
+      at: job.startedAt,
+      kind: 'leased',
+      attempt: job.attempts,
+      worker: job.worker,
+      actor: null,
+      detail: { leaseExpiresAt: job.leaseExpiresAt?.toISOString() ?? null, deadline: job.deadline?.toISOString() ?? null },
+    });
   }
   if (job.state === 'finished' && job.finishedAt !== null) {
     out.push({ at: job.finishedAt, kind: 'finished', attempt: job.attempts, worker: job.worker, actor: null, detail: null });

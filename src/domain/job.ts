@@ -236,10 +236,7 @@ export interface RunningJobFacts {
   timebox: number | null;
 }
 
-export type ReapDecision =
-  | { action: 'requeue'; runAt: Date; error: SystemJobError }
-  | { action: 'fail'; error: SystemJobError }
-  | null;
+export type ReapDecision = { action: 'requeue'; runAt: Date; error: SystemJobError } | { action: 'fail'; error: SystemJobError } | null;
 
 /**
  * What the LeaseReaper does with a running job at `now`:

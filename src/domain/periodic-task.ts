@@ -202,7 +202,8 @@ export function parseTiming(input: TimingInput, createdAt: Date, now: Date): Par
       ? null
       : attempt(() => {
           const ms = duration(input.timebox as string | number, '/timebox');
-          if (ms <= 0) throw new InvalidInputError('timebox must be longer than 0', [{ path: '/timebox', message: 'timebox must be longer than 0' }]);
+          if (ms <= 0)
+            throw new InvalidInputError('timebox must be longer than 0', [{ path: '/timebox', message: 'timebox must be longer than 0' }]);
           return ms;
         });
   if (schedule && tolerance !== undefined && tolerance !== null) {

@@ -104,7 +104,13 @@ export function planDueRun(t: DueTaskFacts, now: Date): RunPlan {
   const { count, last } = dueSlots(t, now, misfire === 'catch-up' ? limit : 1, misfire === 'coalesce' ? 2 : MAX_SLOTS_COUNTED);
   const base = { nextRun, due: count, replaceOpen: t.concurrencyPolicy === 'replace' };
   if (t.concurrencyPolicy === 'forbid' && t.openJobId !== null) {
-    return { ...base, coalesced: false, submissions: [], replaceOpen: false, skipped: { reason: 'forbid-open-job', openJobId: t.openJobId } };
+    return {
+      ...base,
+      coalesced: false,
+      submissions: [],
+      replaceOpen: false,
+      skipped: { reason: 'forbid-open-job', openJobId: t.openJobId },
+    };
   }
   switch (misfire) {
     case 'coalesce':
@@ -141,7 +147,11 @@ export const MAX_BACKFILL = 1000;
 export function slotsBetween(timing: TaskTiming, from: Date, to: Date, max: number): Date[] {
   const ctx = scheduleContext(timing);
   const out: Date[] = [];
-  for (let s = timing.schedule.next(new Date(from.getTime() - 1), ctx); s !== null && s.getTime() < to.getTime(); s = timing.schedule.next(s, ctx)) {
+  for (
+    let s = timing.schedule.next(new Date(from.getTime() - 1), ctx);
+    s !== null && s.getTime() < to.getTime();
+    s = timing.schedule.next(s, ctx)
+  ) {
     out.push(s);
     if (out.length > max) break;
   }
@@ -162,13 +172,20 @@ export interface BackfillPlan {
  * carry no drop check: they are meant to run one after another.
  */
 export function planBackfill(t: Pick<DueTaskFacts, 'timing' | 'concurrencyPolicy' | 'openJobId'>, free: readonly Date[]): BackfillPlan {
-  const make = (slot: Date): RunSubmission => ({ runAt: slot, scheduledAt: slot, timebox: effectiveTimebox(t.timing, slot), runInterval: null, runTolerance: null });
+  const make = (slot: Date): RunSubmission => ({
+    runAt: slot,
+    scheduledAt: slot,
+    timebox: effectiveTimebox(t.timing, slot),
+    runInterval: null,
+    runTolerance: null,
+  });
   if (free.length === 0) return { submissions: [], replaceOpen: false, skipped: [] };
   switch (t.concurrencyPolicy) {
     case 'allow':
       return { submissions: free.map(make), replaceOpen: false, skipped: [] };
     case 'forbid':
-      if (t.openJobId !== null) return { submissions: [], replaceOpen: false, skipped: free.map((s) => ({ scheduledAt: s, reason: 'forbid-open-job' })) };
+      if (t.openJobId !== null)
+        return { submissions: [], replaceOpen: false, skipped: free.map((s) => ({ scheduledAt: s, reason: 'forbid-open-job' })) };
       return {
         submissions: [make(free[0]!)],
         replaceOpen: false,

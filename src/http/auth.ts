@@ -5,14 +5,7 @@ import { PROBLEM_CONTENT_TYPE, problem } from './problem.js';
 
 /** What a route does, as far as permissions go. Every API route declares one. */
 export type Access =
-  | 'jobs:read'
-  | 'jobs:create'
-  | 'jobs:work'
-  | 'jobs:manage'
-  | 'tasks:read'
-  | 'tasks:write'
-  | 'schedules:preview'
-  | 'metrics:read';
+  'jobs:read' | 'jobs:create' | 'jobs:work' | 'jobs:manage' | 'tasks:read' | 'tasks:write' | 'schedules:preview' | 'metrics:read';
 
 /**
  * API.md's roles: admin does everything; worker leases and reports jobs and reads jobs; producer
@@ -66,7 +59,11 @@ export function tokenMatcher(tokens: readonly TokenEntry[]): (presented: string)
 }
 
 function deny(reply: FastifyReply, status: 401 | 403, detail: string, request: FastifyRequest) {
-  const doc = { ...problem(status, status === 401 ? 'unauthenticated' : 'forbidden', detail), instance: request.url, requestId: String(request.id) };
+  const doc = {
+    ...problem(status, status === 401 ? 'unauthenticated' : 'forbidden', detail),
+    instance: request.url,
+    requestId: String(request.id),
+  };
   if (status === 401) void reply.header('www-authenticate', 'Bearer realm="jobclock"');
   return reply.status(status).type(PROBLEM_CONTENT_TYPE).send(doc);
 }
@@ -80,7 +77,7 @@ export function registerAuth(app: FastifyInstance, tokens: readonly TokenEntry[]
   const open = tokens.length === 0;
   app.decorateRequest('role', null);
   app.addHook('onRoute', (route) => {
-    if (!route.config?.access) throw new Error(`route ${route.method} ${route.url} declares no access`);
+    if (!route.config?.access) throw new Error(`route ${String(route.method)} ${route.url} declares no access`);
   });
   app.addHook('onRequest', async (request, reply) => {
     const access = request.routeOptions.config.access;

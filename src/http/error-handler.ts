@@ -115,7 +115,10 @@ export function toProblem(err: unknown, request: FastifyRequest): { doc: Problem
     return { doc: problem(status, 'request-error', fe.message), internal: false };
   }
   void request;
-  return { doc: problem(500, 'internal-error', 'Something went wrong on our side. Quote the request id when reporting it.'), internal: true };
+  return {
+    doc: problem(500, 'internal-error', 'Something went wrong on our side. Quote the request id when reporting it.'),
+    internal: true,
+  };
 }
 
 export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {

@@ -40,10 +40,10 @@ export function registerJsonParser(app: FastifyInstance): void {
     }
     try {
       // a reviver sends JSON.parse down its slow path, so only bodies that mention the key pay for it
-      const value = text.includes('__proto__')
+      const value: unknown = text.includes('__proto__')
         ? JSON.parse(text, (key, v) => {
             if (key === '__proto__') throw new SyntaxError('the key "__proto__" is not allowed');
-            return v;
+            return v as unknown;
           })
         : JSON.parse(text);
       done(null, value);

@@ -115,7 +115,9 @@ export async function flowPolicyPatch(db: Executor, kind: FlowKind, name: string
     await sql`INSERT INTO flow_slot (kind, name, n) SELECT ${kind}, ${name}, g FROM generate_series(1, ${r.concurrency}::int) g
               ON CONFLICT DO NOTHING`.execute(db.kysely);
     // slots above the limit that hold no job are not needed any more
-    await sql`DELETE FROM flow_slot WHERE kind = ${kind} AND name = ${name} AND n > ${r.concurrency}::int AND job_id IS NULL`.execute(db.kysely);
+    await sql`DELETE FROM flow_slot WHERE kind = ${kind} AND name = ${name} AND n > ${r.concurrency}::int AND job_id IS NULL`.execute(
+      db.kysely,
+    );
   } else {
     await sql`DELETE FROM flow_slot WHERE kind = ${kind} AND name = ${name} AND job_id IS NULL`.execute(db.kysely);
   }

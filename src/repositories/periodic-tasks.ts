@@ -136,7 +136,10 @@ export async function taskList(db: Executor, f: TaskFilter): Promise<TaskRow[]> 
   if (f.task !== undefined) q = q.where('task', '=', f.task);
   if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled);
   if (f.after !== undefined) q = q.where('id', '>', f.after);
-  return q.orderBy('id').limit(f.limit + 1).execute();
+  return q
+    .orderBy('id')
+    .limit(f.limit + 1)
+    .execute();
 }
 
 /** Writes changed columns (and `updated`); notifies the schedulers. */
@@ -185,10 +188,7 @@ export interface DueTask {
  * exactly as long as the batch's transaction, and vanishes with the connection of an instance that
  * dies. For forbid tasks it also answers whether an open job exists (job_open_by_task_idx).
  */
-export async function taskTakeDue(
-  db: Executor,
-  p: { now: Date; staleBefore: Date; limit: number },
-): Promise<DueTask[]> {
+export async function taskTakeDue(db: Executor, p: { now: Date; staleBefore: Date; limit: number }): Promise<DueTask[]> {
   const { rows } = await sql<Omit<DueTask, 'open_job_id'>>`
     SELECT t.id, t.timer, t.timezone, t.created, t.first_run_at, t.tolerance, t.timebox,
            t.concurrency_policy, t.misfire_policy, t.catch_up_limit, t.nextrun

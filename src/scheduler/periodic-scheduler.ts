@@ -155,7 +155,10 @@ export class PeriodicScheduler {
       const unmarked = await taskUnmark(this.ctx.db, this.ctx.instanceId);
       if (unmarked > 0) this.ctx.logger.info({ unmarked }, 'periodic scheduler unmarked its tasks');
     } catch (err) {
-      this.ctx.logger.warn({ err: { message: (err as Error).message } }, 'could not unmark tasks; other instances take them once the marks are 10 s old');
+      this.ctx.logger.warn(
+        { err: { message: (err as Error).message } },
+        'could not unmark tasks; other instances take them once the marks are 10 s old',
+      );
     }
     this.ctx.logger.info({ instanceId: this.ctx.instanceId }, 'periodic scheduler stopped');
   }
@@ -313,7 +316,10 @@ export class PeriodicScheduler {
       log.debug({ taskId: s.periodicTaskId, jobId: s.id, scheduledAt: s.scheduledAt }, 'submitted job of periodic task');
     }
     for (const s of b.skipped) {
-      log.info({ taskId: s.taskId, jobId: s.openJobId, scheduledAt: s.scheduledAt }, 'skipped run of periodic task: a job of it is still open (policy forbid)');
+      log.info(
+        { taskId: s.taskId, jobId: s.openJobId, scheduledAt: s.scheduledAt },
+        'skipped run of periodic task: a job of it is still open (policy forbid)',
+      );
     }
     for (const c of b.cancelled) {
       log.info({ taskId: c.periodicTaskId, jobId: c.id }, 'cancelled open job of periodic task (policy replace)');
@@ -325,7 +331,10 @@ export class PeriodicScheduler {
       log.info({ taskId: m.taskId, slots: m.slots, misfirePolicy: m.policy }, 'missed runs of periodic task not submitted (misfirePolicy)');
     }
     for (const x of b.broken) {
-      log.error({ taskId: x.taskId, err: { message: x.message } }, 'periodic task has a schedule that cannot be read; it will not run until its schedule is changed');
+      log.error(
+        { taskId: x.taskId, err: { message: x.message } },
+        'periodic task has a schedule that cannot be read; it will not run until its schedule is changed',
+      );
     }
   }
 }

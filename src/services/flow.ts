@@ -30,7 +30,10 @@ const CURSOR_PREFIX: Record<FlowKind, string> = { type: 'ty', group: 'gr' };
 export class FlowService {
   constructor(private readonly ctx: ServiceContext) {}
 
-  async list(kind: FlowKind, q: { cursor?: string | undefined; limit: number }): Promise<{ items: FlowKeyView[]; nextCursor: string | null }> {
+  async list(
+    kind: FlowKind,
+    q: { cursor?: string | undefined; limit: number },
+  ): Promise<{ items: FlowKeyView[]; nextCursor: string | null }> {
     const after = q.cursor === undefined ? undefined : decodeCursor(CURSOR_PREFIX[kind], q.cursor, () => true);
     const rows = await flowKeys(this.ctx.db, kind, this.ctx.clock.now(), { after, limit: q.limit + 1 });
     const page = rows.slice(0, q.limit);

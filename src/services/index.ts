@@ -16,5 +16,11 @@ export interface Services {
 /** The services of one instance. The context gets the instance's Metrics, which its loops share. */
 export function createServices(ctx: ServiceContext): Services {
   ctx.metrics ??= new Metrics(ctx.db, ctx.clock);
-  return { jobs: new JobService(ctx), tasks: new PeriodicTaskService(ctx), stats: new StatsService(ctx), flow: new FlowService(ctx), metrics: ctx.metrics };
+  return {
+    jobs: new JobService(ctx),
+    tasks: new PeriodicTaskService(ctx),
+    stats: new StatsService(ctx),
+    flow: new FlowService(ctx),
+    metrics: ctx.metrics,
+  };
 }

@@ -125,14 +125,23 @@ export class JobService {
 
   constructor(readonly ctx: ServiceContext) {
     // Asks of 100 jobs or more are claimed on their own (see CombinerOptions.soloLimit).
-    this.leaser = new LeaseCombiner((filter, slots) => this.claim(filter, slots), { maxSlots: 500, maxInFlight: 2, maxRounds: 20, soloLimit: 100 });
+    this.leaser = new LeaseCombiner((filter, slots) => this.claim(filter, slots), {
+      maxSlots: 500,
+      maxInFlight: 2,
+      maxRounds: 20,
+      soloLimit: 100,
+    });
     this.waiters = new JobWaiters({
       clock: ctx.clock,
       logger: ctx.logger,
       earliest: (now) => jobEarliestFutureRunAt(ctx.db, now),
     });
     ctx.notifications.subscribe(CHANNELS.jobs, (payload) => this.waiters.notify(payload));
-    this.completer = new BatchCommitter<ReportInput, ReportResult>((inputs) => this.writeReports(inputs), { maxBatch: 1000, maxInFlight: 2 }, ctx.logger);
+    this.completer = new BatchCommitter<ReportInput, ReportResult>(
+      (inputs) => this.writeReports(inputs),
+      { maxBatch: 1000, maxInFlight: 2 },
+      ctx.logger,
+    );
     this.inserter = new BatchCommitter<JobInsertRow, Job | null>(
       (rows) => {
         const now = this.ctx.clock.now();
@@ -211,7 +220,10 @@ export class JobService {
     for (let round = 0; round < UNIQUE_RETRIES; round++) {
       const missing = out.flatMap((j, i) => (j === null ? [i] : []));
       if (missing.length === 0) break;
-      const held = await jobFindOpenByUniqueKeys(db, missing.map((i) => rows[i]!.uniqueKey!));
+      const held = await jobFindOpenByUniqueKeys(
+        db,
+        missing.map((i) => rows[i]!.uniqueKey!),
+      );
       const still: number[] = [];
       for (const i of missing) {
         const job = held.get(rows[i]!.uniqueKey!);
@@ -219,7 +231,11 @@ export class JobService {
         else still.push(i);
       }
       if (still.length === 0) break;
-      const again = await jobInsertMany(db, still.map((i) => rows[i]!), now);
+      const again = await jobInsertMany(
+        db,
+        still.map((i) => rows[i]!),
+        now,
+      );
       still.forEach((i, k) => (out[i] = again[k] ?? null));
     }
     if (out.some((j) => j === null)) {
@@ -352,7 +368,10 @@ export class JobService {
     if (signal?.aborted && jobs.length > 0) {
       // the worker went away while its claim was running: nobody will work on these
       const released = await jobReleaseLeases(this.db, jobs, this.ctx.clock.now());
-      this.ctx.logger.info({ jobIds: jobs.map((j) => j.id), released, worker: req.worker }, 'gave back jobs leased for a worker that disconnected');
+      this.ctx.logger.info(
+        { jobIds: jobs.map((j) => j.id), released, worker: req.worker },
+        'gave back jobs leased for a worker that disconnected',
+      );
       return [];
     }
     if (jobs.length > 0) this.ctx.metrics?.jobsLeased(jobs);

@@ -41,7 +41,12 @@ export class Metrics {
     const registers = [this.registry];
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- a gauge's collect() runs with the gauge as `this`
     const metrics = this;
-    this.leased = new Counter({ name: 'jobclock_jobs_leased_total', help: 'Jobs handed to workers, by type.', labelNames: ['type'], registers });
+    this.leased = new Counter({
+      name: 'jobclock_jobs_leased_total',
+      help: 'Jobs handed to workers, by type.',
+      labelNames: ['type'],
+      registers,
+    });
     this.completed = new Counter({
       name: 'jobclock_jobs_completed_total',
       help: 'Reports that ended an attempt, by type and outcome (finished, failed: no attempts left, requeued: failed with attempts left).',

@@ -72,7 +72,6 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-
 const sameTime = (a: Date | null, b: Date | null) => (a === null ? b === null : b !== null && a.getTime() === b.getTime());
 
 /** Periodic tasks: create, read, change, delete, trigger. */
@@ -235,12 +234,20 @@ export class PeriodicTaskService {
       } else if (task.concurrencyPolicy === 'replace') {
         cancelled = (await jobCancelOpenOfTasks(trx, [id], now)).map((c) => c.id);
       }
-      const timebox = effectiveTimebox({ schedule: this.schedules.get(task.schedule, task.timezone), timebox: task.timebox }, task.nextRun ?? now);
-      const job = await jobSubmitForTask(trx, { taskId: id, runAt: now, scheduledAt: null, timebox, runInterval: null, runTolerance: null }, now);
+      const timebox = effectiveTimebox(
+        { schedule: this.schedules.get(task.schedule, task.timezone), timebox: task.timebox },
+        task.nextRun ?? now,
+      );
+      const job = await jobSubmitForTask(
+        trx,
+        { taskId: id, runAt: now, scheduledAt: null, timebox, runInterval: null, runTolerance: null },
+        now,
+      );
       if (!job) throw notFound(id);
       return { job, cancelled };
     });
-    for (const c of cancelled) this.ctx.logger.info({ taskId: id, jobId: c, by: job.id }, 'cancelled open job of periodic task (policy replace)');
+    for (const c of cancelled)
+      this.ctx.logger.info({ taskId: id, jobId: c, by: job.id }, 'cancelled open job of periodic task (policy replace)');
     this.ctx.logger.info({ taskId: id, jobId: job.id }, 'periodic task triggered');
     return job;
   }
@@ -265,7 +272,13 @@ export class PeriodicTaskService {
       const found = await taskGet(trx, id, { forUpdate: true });
       if (!found) throw notFound(id);
       const task = taskFromRow(found);
-      const timing = { schedule: this.schedules.get(task.schedule, task.timezone), createdAt: task.createdAt, firstRunAt: task.firstRunAt, tolerance: task.tolerance, timebox: task.timebox };
+      const timing = {
+        schedule: this.schedules.get(task.schedule, task.timezone),
+        createdAt: task.createdAt,
+        firstRunAt: task.firstRunAt,
+        tolerance: task.tolerance,
+        timebox: task.timebox,
+      };
       const slots = slotsBetween(timing, from, to, MAX_BACKFILL);
       if (slots.length > MAX_BACKFILL) {
         throw new DomainError(

@@ -49,7 +49,11 @@ beforeEach(async () => {
  * Runs `op` with a cut armed after statement k, for k = 0, 1, … until a run of `op` makes no cut
  * (its transactions have no statement k). Returns the number of positions cut.
  */
-async function cutEverywhere(setup: () => Promise<void>, op: () => Promise<unknown>, check: (failed: boolean) => Promise<void>): Promise<number> {
+async function cutEverywhere(
+  setup: () => Promise<void>,
+  op: () => Promise<unknown>,
+  check: (failed: boolean) => Promise<void>,
+): Promise<number> {
   for (let k = 0; k < 40; k++) {
     await setup();
     cutter.arm(k);
@@ -128,14 +132,22 @@ describe('a connection cut between two statements of a transaction', () => {
       if (res.status === 503) throw Object.assign(new Error('Connection terminated'), { status: 503 });
       expect(res.status).toBeLessThan(300);
     };
-    const patched = await cutEverywhere(setup, () => send('patch', '/periodic-tasks/p', { priority: 7 }), async () => {
-      await send('patch', '/periodic-tasks/p', { priority: 7 });
-      expect((await tdb.db.pool.query('select priority from periodic_task')).rows[0]).toEqual({ priority: 7 });
-    });
-    const triggered = await cutEverywhere(setup, () => send('post', '/periodic-tasks/p/trigger', {}), async (failed) => {
-      if (failed) await send('post', '/periodic-tasks/p/trigger', {});
-      expect((await tdb.db.pool.query('select count(*)::int as n from job')).rows[0]).toEqual({ n: 1 });
-    });
+    const patched = await cutEverywhere(
+      setup,
+      () => send('patch', '/periodic-tasks/p', { priority: 7 }),
+      async () => {
+        await send('patch', '/periodic-tasks/p', { priority: 7 });
+        expect((await tdb.db.pool.query('select priority from periodic_task')).rows[0]).toEqual({ priority: 7 });
+      },
+    );
+    const triggered = await cutEverywhere(
+      setup,
+      () => send('post', '/periodic-tasks/p/trigger', {}),
+      async (failed) => {
+        if (failed) await send('post', '/periodic-tasks/p/trigger', {});
+        expect((await tdb.db.pool.query('select count(*)::int as n from job')).rows[0]).toEqual({ n: 1 });
+      },
+    );
     expect(patched).toBeGreaterThanOrEqual(2);
     expect(triggered).toBeGreaterThanOrEqual(3);
   });

@@ -42,21 +42,18 @@ async function sqlError(text: string, values: unknown[] = []): Promise<pg.Databa
 
 describe('jobclock_add_job', () => {
   it('creates a job that GET /jobs/{id} shows with the options given', async () => {
-    const { rows } = await client.query<{ id: string }>(
-      `SELECT jobclock_add_job('mail.send', '{"to": "ada@example.com"}', $1) AS id`,
-      [
-        JSON.stringify({
-          group: 'customer-7',
-          priority: 5,
-          runAt: '2030-01-02T03:04:05.678Z',
-          maxAttempts: 7,
-          uniqueKey: 'welcome:ada',
-          timebox: '1h30m',
-          subject: 'welcome mail',
-          submitter: 'signup',
-        }),
-      ],
-    );
+    const { rows } = await client.query<{ id: string }>(`SELECT jobclock_add_job('mail.send', '{"to": "ada@example.com"}', $1) AS id`, [
+      JSON.stringify({
+        group: 'customer-7',
+        priority: 5,
+        runAt: '2030-01-02T03:04:05.678Z',
+        maxAttempts: 7,
+        uniqueKey: 'welcome:ada',
+        timebox: '1h30m',
+        subject: 'welcome mail',
+        submitter: 'signup',
+      }),
+    ]);
     const res = await api.get(`/jobs/${rows[0]!.id}`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -79,7 +76,17 @@ describe('jobclock_add_job', () => {
     const before = Date.now();
     const { rows } = await client.query<{ id: string }>(`SELECT jobclock_add_job('plain') AS id`);
     const job = (await api.get(`/jobs/${rows[0]!.id}`)).body;
-    expect(job).toMatchObject({ type: 'plain', args: null, group: 'default', priority: 0, maxAttempts: 3, uniqueKey: null, timebox: null, subject: null, submitter: null });
+    expect(job).toMatchObject({
+      type: 'plain',
+      args: null,
+      group: 'default',
+      priority: 0,
+      maxAttempts: 3,
+      uniqueKey: null,
+      timebox: null,
+      subject: null,
+      submitter: null,
+    });
     expect(Math.abs(new Date(job.runAt).getTime() - before)).toBeLessThan(5_000);
   });
 
@@ -108,28 +115,80 @@ describe('jobclock_add_job', () => {
     [`SELECT jobclock_add_job('', NULL)`, 'jobclock_add_job: type must be a string of 1 to 200 characters', 'type'],
     [`SELECT jobclock_add_job(repeat('x', 201))`, 'type must be a string of 1 to 200 characters', 'type'],
     [`SELECT jobclock_add_job(NULL)`, 'type must be a string of 1 to 200 characters, got NULL', 'type'],
-    [`SELECT jobclock_add_job('t', NULL, '{"priority": 1.5}')`, 'jobclock_add_job: options.priority must be a whole number from -2147483648 to 2147483647, got 1.5', 'priority'],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"priority": 1.5}')`,
+      'jobclock_add_job: options.priority must be a whole number from -2147483648 to 2147483647, got 1.5',
+      'priority',
+    ],
     [`SELECT jobclock_add_job('t', NULL, '{"priority": 2147483648}')`, 'options.priority must be a whole number', 'priority'],
     [`SELECT jobclock_add_job('t', NULL, '{"priority": "high"}')`, 'options.priority must be a whole number', 'priority'],
-    [`SELECT jobclock_add_job('t', NULL, '{"maxAttempts": 0}')`, 'options.maxAttempts must be a whole number from 1 to 2147483647, got 0', 'maxAttempts'],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"maxAttempts": 0}')`,
+      'options.maxAttempts must be a whole number from 1 to 2147483647, got 0',
+      'maxAttempts',
+    ],
     [`SELECT jobclock_add_job('t', NULL, '{"group": ""}')`, 'options.group must be a string of 1 to 200 characters', 'group'],
     [`SELECT jobclock_add_job('t', NULL, '{"group": null}')`, 'options.group must be a string of 1 to 200 characters, got null', 'group'],
-    [`SELECT jobclock_add_job('t', NULL, jsonb_build_object('uniqueKey', repeat('k', 201)))`, 'options.uniqueKey must be a string of 1 to 200 characters or null', 'uniqueKey'],
-    [`SELECT jobclock_add_job('t', NULL, '{"runAt": "tomorrow"}')`, 'options.runAt must be an ISO 8601 timestamp with Z or an offset', 'runAt'],
-    [`SELECT jobclock_add_job('t', NULL, '{"runAt": "2026-11-20T09:00:00"}')`, 'options.runAt must be an ISO 8601 timestamp with Z or an offset', 'runAt'],
-    [`SELECT jobclock_add_job('t', NULL, '{"runAt": "2026-02-30T09:00:00Z"}')`, 'options.runAt "2026-02-30T09:00:00Z" is not a valid date and time', 'runAt'],
-    [`SELECT jobclock_add_job('t', NULL, '{"timebox": "5x"}')`, 'jobclock_add_job: options.timebox "5x" is not a duration; write a number and a unit (ms, s, m, h, d)', 'timebox'],
-    [`SELECT jobclock_add_job('t', NULL, '{"timebox": "P1M"}')`, 'options.timebox "P1M" is not an ISO 8601 duration of weeks, days, hours, minutes and seconds (years and months have no fixed length)', 'timebox'],
+    [
+      `SELECT jobclock_add_job('t', NULL, jsonb_build_object('uniqueKey', repeat('k', 201)))`,
+      'options.uniqueKey must be a string of 1 to 200 characters or null',
+      'uniqueKey',
+    ],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"runAt": "tomorrow"}')`,
+      'options.runAt must be an ISO 8601 timestamp with Z or an offset',
+      'runAt',
+    ],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"runAt": "2026-11-20T09:00:00"}')`,
+      'options.runAt must be an ISO 8601 timestamp with Z or an offset',
+      'runAt',
+    ],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"runAt": "2026-02-30T09:00:00Z"}')`,
+      'options.runAt "2026-02-30T09:00:00Z" is not a valid date and time',
+      'runAt',
+    ],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"timebox": "5x"}')`,
+      'jobclock_add_job: options.timebox "5x" is not a duration; write a number and a unit (ms, s, m, h, d)',
+      'timebox',
+    ],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"timebox": "P1M"}')`,
+      'options.timebox "P1M" is not an ISO 8601 duration of weeks, days, hours, minutes and seconds (years and months have no fixed length)',
+      'timebox',
+    ],
     [`SELECT jobclock_add_job('t', NULL, '{"timebox": "-5s"}')`, 'options.timebox "-5s" must not be negative', 'timebox'],
-    [`SELECT jobclock_add_job('t', NULL, '{"timebox": 0}')`, 'options.timebox must be a whole number of milliseconds from 1 to 3153600000000, got 0', 'timebox'],
-    [`SELECT jobclock_add_job('t', NULL, '{"timebox": "0.5ms"}')`, 'options.timebox "0.5ms" is not a whole number of milliseconds', 'timebox'],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"timebox": 0}')`,
+      'options.timebox must be a whole number of milliseconds from 1 to 3153600000000, got 0',
+      'timebox',
+    ],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"timebox": "0.5ms"}')`,
+      'options.timebox "0.5ms" is not a whole number of milliseconds',
+      'timebox',
+    ],
     [`SELECT jobclock_add_job('t', NULL, '{"timebox": "36501d"}')`, 'options.timebox must be from 1ms to 36500d, got "36501d"', 'timebox'],
     [`SELECT jobclock_add_job('t', NULL, '{"timebox": true}')`, 'options.timebox must be a duration like "30s"', 'timebox'],
     [`SELECT jobclock_add_job('t', NULL, '{"subject": 5}')`, 'options.subject must be a string or null, got 5', 'subject'],
-    [`SELECT jobclock_add_job('t', NULL, '{"colour": "red"}')`, 'jobclock_add_job: options.colour is not a field of a job; the fields are type, args, group', 'colour'],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"colour": "red"}')`,
+      'jobclock_add_job: options.colour is not a field of a job; the fields are type, args, group',
+      'colour',
+    ],
     [`SELECT jobclock_add_job('t', NULL, '{"state": "running"}')`, 'options.state is not a field of a job', 'state'],
-    [`SELECT jobclock_add_job('t', NULL, '{"type": "other"}')`, 'jobclock_add_job: pass type and args as the first two arguments, not in options', 'type'],
-    [`SELECT jobclock_add_job('t', NULL, '[1]')`, 'jobclock_add_job: options must be a JSON object like {"priority": 5}, got [1]', undefined],
+    [
+      `SELECT jobclock_add_job('t', NULL, '{"type": "other"}')`,
+      'jobclock_add_job: pass type and args as the first two arguments, not in options',
+      'type',
+    ],
+    [
+      `SELECT jobclock_add_job('t', NULL, '[1]')`,
+      'jobclock_add_job: options must be a JSON object like {"priority": 5}, got [1]',
+      undefined,
+    ],
   ])('refuses %s with SQLSTATE 22023 and a message naming the field', async (text, message, column) => {
     const err = await sqlError(text);
     expect(err.code).toBe('22023');
@@ -182,14 +241,13 @@ describe('a uniqueKey contended by two transactions', () => {
     ['rolls back', 'a job of its own'],
   ])('the second waits for the first; when the first %s it gets %s', async (outcome) => {
     await client.query('BEGIN');
-    const first = (await client.query<{ id: string }>(`SELECT jobclock_add_job('mail', NULL, '{"uniqueKey": "contended"}') AS id`)).rows[0]!.id;
+    const first = (await client.query<{ id: string }>(`SELECT jobclock_add_job('mail', NULL, '{"uniqueKey": "contended"}') AS id`)).rows[0]!
+      .id;
     let settled = false;
-    const second = other
-      .query<{ id: string }>(`SELECT jobclock_add_job('mail', NULL, '{"uniqueKey": "contended"}') AS id`)
-      .then((r) => {
-        settled = true;
-        return r.rows[0]!.id;
-      });
+    const second = other.query<{ id: string }>(`SELECT jobclock_add_job('mail', NULL, '{"uniqueKey": "contended"}') AS id`).then((r) => {
+      settled = true;
+      return r.rows[0]!.id;
+    });
     await sleep(150);
     expect(settled, 'the second call waits for the first transaction').toBe(false);
     await client.query(outcome === 'commits' ? 'COMMIT' : 'ROLLBACK');
@@ -233,7 +291,10 @@ describe('jobclock_add_jobs', () => {
     [`NULL`, 'jobs must be a JSON array of job objects like [{"type": "mail.send"}], got NULL'],
     [`'[{"type": "x"}, 5]'`, 'jobclock_add_jobs: jobs[1] must be a JSON object like {"type": "mail.send"}, got 5'],
     [`'[{"args": 1}]'`, 'jobclock_add_jobs: jobs[0].type is required and must be a string, got nothing'],
-    [`'[{"type": "x", "uniqueKey": "k"}, {"type": "y", "uniqueKey": 7}]'`, 'jobs[1].uniqueKey must be a string of 1 to 200 characters or null, got 7'],
+    [
+      `'[{"type": "x", "uniqueKey": "k"}, {"type": "y", "uniqueKey": 7}]'`,
+      'jobs[1].uniqueKey must be a string of 1 to 200 characters or null, got 7',
+    ],
     [`'[{"type": "x", "uniqueKey": "k"}, {"type": "y", "timebox": "soon"}]'`, 'jobs[1].timebox "soon" is not a duration'],
   ])('refuses %s with SQLSTATE 22023', async (arg, message) => {
     const err = await sqlError(`SELECT * FROM jobclock_add_jobs(${arg})`);
@@ -250,7 +311,9 @@ describe('jobclock_add_jobs', () => {
       { type: 'plain' },
       { type: 'mail', uniqueKey: 'fresh' },
     ];
-    const ids = (await client.query<{ id: string }>(`SELECT id FROM jobclock_add_jobs($1) AS id`, [JSON.stringify(bodies)])).rows.map((r) => r.id);
+    const ids = (await client.query<{ id: string }>(`SELECT id FROM jobclock_add_jobs($1) AS id`, [JSON.stringify(bodies)])).rows.map(
+      (r) => r.id,
+    );
     expect(ids[0]).toBe(held);
     expect(ids[3]).toBe(ids[1]);
     expect(new Set(ids).size).toBe(3);
@@ -344,7 +407,11 @@ describe('a role with EXECUTE on the functions only', () => {
   });
 
   it('cannot touch the table, nor call the internal helpers', async () => {
-    for (const text of [`SELECT count(*) FROM job`, `INSERT INTO job (type, run_at) VALUES ('x', now())`, `SELECT jobclock_job_row('{"type": "x"}', 'f', '')`]) {
+    for (const text of [
+      `SELECT count(*) FROM job`,
+      `INSERT INTO job (type, run_at) VALUES ('x', now())`,
+      `SELECT jobclock_job_row('{"type": "x"}', 'f', '')`,
+    ]) {
       const err = await limited.query(text).then(
         () => null,
         (e: pg.DatabaseError) => e,

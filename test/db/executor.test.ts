@@ -104,15 +104,37 @@ async function useEverything(tx: Executor): Promise<void> {
   expect([...(await jobFindOpenByUniqueKeys(tx, ['u1', 'u2'])).keys()].sort()).toEqual(['u1', 'u2']);
   expect(await jobEarliestFutureRunAt(tx, NOW)).toEqual(later(60_000));
 
-  const leased = await jobLease(tx, { now: NOW, types: ['port'], slots: [{ worker: 'w', leaseMs: 1_000 }, { worker: 'w', leaseMs: 1_000 }, { worker: 'w', leaseMs: 1_000 }] });
+  const leased = await jobLease(tx, {
+    now: NOW,
+    types: ['port'],
+    slots: [
+      { worker: 'w', leaseMs: 1_000 },
+      { worker: 'w', leaseMs: 1_000 },
+      { worker: 'w', leaseMs: 1_000 },
+    ],
+  });
   expect(leased.leased).toHaveLength(3);
   const [a, b, c] = leased.leased;
   expect((await jobHeartbeat(tx, { id: a!.id, leaseToken: a!.leaseToken, now: NOW })).outcome).toBe('ok');
-  expect((await jobReport(tx, [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished', jitter: 1 }], NOW))[0]!.verdict).toBe('applied');
+  expect((await jobReport(tx, [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished', jitter: 1 }], NOW))[0]!.verdict).toBe(
+    'applied',
+  );
   expect(await jobReleaseLeases(tx, [{ id: b!.id, leaseToken: b!.leaseToken }], NOW)).toBe(1);
   const overdue = await jobFindOverdue(tx, later(5_000), 10);
   expect(overdue.map((o) => o.id)).toEqual([c!.id]);
-  const reaped = await jobReap(tx, [{ id: c!.id, leaseToken: c!.leaseToken, state: 'failed', runAt: null, error: { kind: 'lease_expired', message: 'test', at: NOW.toISOString() } }], later(5_000));
+  const reaped = await jobReap(
+    tx,
+    [
+      {
+        id: c!.id,
+        leaseToken: c!.leaseToken,
+        state: 'failed',
+        runAt: null,
+        error: { kind: 'lease_expired', message: 'test', at: NOW.toISOString() },
+      },
+    ],
+    later(5_000),
+  );
   expect(reaped).toHaveLength(1);
   expect((await jobRetry(tx, c!.id, later(6_000))).outcome).toBe('ok');
   expect((await jobPatch(tx, c!.id, { priority: 9 }, later(6_000))).outcome).toBe('ok');
@@ -140,7 +162,13 @@ async function useEverything(tx: Executor): Promise<void> {
   expect(written.inserted).toHaveLength(1);
   expect(await jobOpenOfTask(tx, 't1')).toBe(written.inserted[0]!.id);
   expect(await jobCancelOpenOfTasks(tx, ['t1'], NOW)).toHaveLength(1);
-  expect(await jobSubmitForTask(tx, { taskId: 't1', runAt: NOW, scheduledAt: null, timebox: 30_000, runInterval: null, runTolerance: null }, NOW)).not.toBeNull();
+  expect(
+    await jobSubmitForTask(
+      tx,
+      { taskId: 't1', runAt: NOW, scheduledAt: null, timebox: 30_000, runInterval: null, runTolerance: null },
+      NOW,
+    ),
+  ).not.toBeNull();
   expect(await taskUnmark(tx, 'nobody')).toBe(0);
   expect(await taskClearStaleMarks(tx, NOW)).toBe(0);
   expect(await taskInsert(tx, 't2', { ...task, owner: 'owner-2' }, NOW)).not.toBeNull();

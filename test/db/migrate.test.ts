@@ -54,6 +54,8 @@ it('records the checksums of a database migrated before they were kept, at its n
   await tdb.db.pool.query('DROP TABLE jobclock_migration_checksum');
   expect(await migrateToLatest(tdb.db.kysely)).toEqual([]);
   expect((await recorded()).length).toBeGreaterThan(0);
-  const dir = await copyMigrations('edited-later', (f, text) => (f.startsWith('0002_') ? text.replace('DROP INDEX job_state_idx;', 'DROP INDEX job_state_idx ;') : text));
+  const dir = await copyMigrations('edited-later', (f, text) =>
+    f.startsWith('0002_') ? text.replace('DROP INDEX job_state_idx;', 'DROP INDEX job_state_idx ;') : text,
+  );
   await expect(migrateToLatest(tdb.db.kysely, dir)).rejects.toThrow(/migration 0002_lighter_job_transitions was changed/);
 });

@@ -164,10 +164,16 @@ describe('viewOf', () => {
   it('shows the defaults in effect, and what was set as set', () => {
     const cache = new ScheduleCache();
     expect(viewOf(task, T0, cache)).toMatchObject({ tolerance: null, timebox: null, effectiveTolerance: 2_000, effectiveTimebox: 10_000 });
-    expect(viewOf({ ...task, tolerance: 500, timebox: 60_000 }, T0, cache)).toMatchObject({ effectiveTolerance: 500, effectiveTimebox: 60_000 });
+    expect(viewOf({ ...task, tolerance: 500, timebox: 60_000 }, T0, cache)).toMatchObject({
+      effectiveTolerance: 500,
+      effectiveTimebox: 60_000,
+    });
   });
 
   it('survives a stored schedule it cannot read', () => {
-    expect(viewOf({ ...task, schedule: 'nonsense' }, T0, new ScheduleCache())).toMatchObject({ effectiveTolerance: null, effectiveTimebox: null });
+    expect(viewOf({ ...task, schedule: 'nonsense' }, T0, new ScheduleCache())).toMatchObject({
+      effectiveTolerance: null,
+      effectiveTimebox: null,
+    });
   });
 });

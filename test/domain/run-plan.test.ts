@@ -172,7 +172,10 @@ describe('planDueRun: missed runs by misfirePolicy, after downtime of 0, 1 and 1
     const forbid = planDueRun(facts({ schedule: 'every 1m', misfire: 'catch-up', limit: 5, slot: SLOT }), nowAfter(1000));
     expect(forbid.submissions.map((s) => s.scheduledAt)).toEqual([slotAt(996)]);
     expect(forbid.skipped).toEqual({ reason: 'missed', slots: 1000 });
-    const replace = planDueRun(facts({ schedule: 'every 1m', policy: 'replace', misfire: 'catch-up', limit: 5, slot: SLOT }), nowAfter(1000));
+    const replace = planDueRun(
+      facts({ schedule: 'every 1m', policy: 'replace', misfire: 'catch-up', limit: 5, slot: SLOT }),
+      nowAfter(1000),
+    );
     expect(replace.submissions.map((s) => s.scheduledAt)).toEqual([slotAt(1000)]);
     expect(replace.replaceOpen).toBe(true);
     const busy = planDueRun(facts({ schedule: 'every 1m', misfire: 'catch-up', slot: SLOT, open: '3' }), nowAfter(1000));

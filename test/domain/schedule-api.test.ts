@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { FALLBACK_INTERVAL_MS, HORIZON_YEARS, intervalAt, occurrences, parseSchedule, SEARCH_UNTIL_YEAR } from '../../src/domain/schedule/index.js';
+import {
+  FALLBACK_INTERVAL_MS,
+  HORIZON_YEARS,
+  intervalAt,
+  occurrences,
+  parseSchedule,
+  SEARCH_UNTIL_YEAR,
+} from '../../src/domain/schedule/index.js';
 
 describe('schedule API', () => {
   it('stops listing occurrences when a schedule ends', () => {
@@ -18,9 +25,7 @@ describe('schedule API', () => {
 
   it(`finds occurrences up to ${SEARCH_UNTIL_YEAR}, however far from the reference time`, () => {
     expect(parseSchedule('2057-01-01 00:00').next(new Date('2026-01-01T00:00:00.000Z'))?.toISOString()).toBe('2057-01-01T00:00:00.000Z');
-    expect(parseSchedule('2199-12-31 23:59:59').next(new Date('2026-01-01T00:00:00.000Z'))?.toISOString()).toBe(
-      '2199-12-31T23:59:59.000Z',
-    );
+    expect(parseSchedule('2199-12-31 23:59:59').next(new Date('2026-01-01T00:00:00.000Z'))?.toISOString()).toBe('2199-12-31T23:59:59.000Z');
     // systemd's own tests start in 1970 (12345 µs after the epoch).
     expect(parseSchedule('2016-03-27 03:17:00').next(new Date(12))?.toISOString()).toBe('2016-03-27T03:17:00.000Z');
     expect(parseSchedule('2016-02~01 UTC').next(new Date(12))?.getTime()).toBe(1_456_704_000_000);

@@ -111,22 +111,17 @@ describe('time zones', () => {
     const err = scheduleErrorOf('daily', 'Mars/Base');
     expect(err).toBeInstanceOf(DomainError);
     expect(err.code).toBe('invalid_input');
-    expect(err.errors).toEqual([
-      { path: '/timezone', message: 'unknown time zone "Mars/Base"; use an IANA name like Europe/Berlin' },
-    ]);
+    expect(err.errors).toEqual([{ path: '/timezone', message: 'unknown time zone "Mars/Base"; use an IANA name like Europe/Berlin' }]);
   });
 
   it('validates the time zone of interval schedules too', () => {
     expect(scheduleErrorOf('every 5m', 'Nowhere/Land').code).toBe('invalid_input');
   });
 
-  it.each(['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Etc/GMT+5', 'Pacific/Chatham'])(
-    'knows %s',
-    (tz) => {
-      expect(isValidTimezone(tz)).toBe(true);
-      expect(parseSchedule('daily', tz).timezone).toBe(tz);
-    },
-  );
+  it.each(['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Etc/GMT+5', 'Pacific/Chatham'])('knows %s', (tz) => {
+    expect(isValidTimezone(tz)).toBe(true);
+    expect(parseSchedule('daily', tz).timezone).toBe(tz);
+  });
 
   it.each(['Mars/Base', '', ' UTC', '+05:00', 'Z', 'Europe/Berlinn'])('does not know %j', (tz) => {
     expect(isValidTimezone(tz)).toBe(false);

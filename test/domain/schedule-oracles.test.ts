@@ -148,11 +148,10 @@ if (!haveSystemd) {
  * refuses the expression (it refuses a few we read, such as the one-value seconds range `35..35`).
  */
 function systemdOrNull(expr: string, from: Date, count: number): string[] | null {
-  const r = spawnSync(
-    'systemd-analyze',
-    ['calendar', `--iterations=${count}`, `--base-time=@${Math.floor(from.getTime() / 1000)}`, expr],
-    { encoding: 'utf8', env: { ...process.env, TZ: 'UTC', SYSTEMD_COLORS: '0' } },
-  );
+  const r = spawnSync('systemd-analyze', ['calendar', `--iterations=${count}`, `--base-time=@${Math.floor(from.getTime() / 1000)}`, expr], {
+    encoding: 'utf8',
+    env: { ...process.env, TZ: 'UTC', SYSTEMD_COLORS: '0' },
+  });
   if (r.status !== 0) return null;
   const out: string[] = [];
   for (const m of r.stdout.matchAll(/(?:Next elapse|Iter\. #\d+): \w+ (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) UTC/g)) {
@@ -214,11 +213,13 @@ const weekdayArb = fc.oneof(
 /** Day part: from the start (`-`) or from the end (`~`, plain values and ranges only). */
 const dayPartArb = fc.oneof(
   calFieldArb(1, 31).map((d) => `-${d}`),
-  fc.oneof(
-    fc.integer({ min: 1, max: 7 }).map(String),
-    fc.tuple(fc.integer({ min: 1, max: 7 }), fc.integer({ min: 1, max: 7 })).map(([a, b]) => `${a}/${b}`),
-    fc.tuple(fc.integer({ min: 1, max: 7 }), fc.integer({ min: 1, max: 7 })).map(([a, b]) => `${Math.min(a, b)}..${Math.max(a, b)}`),
-  ).map((d) => `~${d}`),
+  fc
+    .oneof(
+      fc.integer({ min: 1, max: 7 }).map(String),
+      fc.tuple(fc.integer({ min: 1, max: 7 }), fc.integer({ min: 1, max: 7 })).map(([a, b]) => `${a}/${b}`),
+      fc.tuple(fc.integer({ min: 1, max: 7 }), fc.integer({ min: 1, max: 7 })).map(([a, b]) => `${Math.min(a, b)}..${Math.max(a, b)}`),
+    )
+    .map((d) => `~${d}`),
 );
 
 const calendarArb = fc
@@ -254,7 +255,11 @@ describe.skipIf(!haveSystemd)('calendar events agree with systemd-analyze calend
   it('departs from systemd only where systemd departs from its documentation (issue 40260)', () => {
     const from = new Date('2026-12-28T00:00:00Z');
     expect(systemd('*-*-1/4 00:00 UTC', from, 2)).toEqual(['2026-12-29T00:00:00.000Z', '2027-01-05T00:00:00.000Z']);
-    expect(ours('*-*-1/4 00:00 UTC', from, 3)).toEqual(['2026-12-29T00:00:00.000Z', '2027-01-01T00:00:00.000Z', '2027-01-05T00:00:00.000Z']);
+    expect(ours('*-*-1/4 00:00 UTC', from, 3)).toEqual([
+      '2026-12-29T00:00:00.000Z',
+      '2027-01-01T00:00:00.000Z',
+      '2027-01-05T00:00:00.000Z',
+    ]);
   });
 
   it.each([

@@ -24,9 +24,7 @@ function fieldArb(min: number, max: number, calendarStarStep: number): fc.Arbitr
     return out;
   };
   const value = fc.integer({ min, max }).map((v) => ({ cron: `${v}`, calendar: `${v}`, values: new Set([v]) }));
-  const span = fc
-    .tuple(fc.integer({ min, max }), fc.integer({ min, max }))
-    .map(([a, b]) => (a <= b ? [a, b] : [b, a]) as [number, number]);
+  const span = fc.tuple(fc.integer({ min, max }), fc.integer({ min, max })).map(([a, b]) => (a <= b ? [a, b] : [b, a]) as [number, number]);
   const rangeItem = span.map(([a, b]) => ({ cron: `${a}-${b}`, calendar: `${a}..${b}`, values: range(a, b, 1) }));
   const rangeStep = fc
     .tuple(span, fc.integer({ min: 1, max: Math.max(1, Math.floor((max - min) / 2)) }))
@@ -61,9 +59,18 @@ const cronArb: fc.Arbitrary<GenCron> = fc
   .record({
     minute: fieldArb(0, 59, 0),
     hour: fieldArb(0, 23, 0),
-    dom: fc.oneof({ arbitrary: fc.constant({ cron: '*', calendar: '*', values: new Set(Array.from({ length: 31 }, (_, i) => i + 1)) }), weight: 2 }, { arbitrary: fieldArb(1, 31, 1), weight: 1 }),
-    month: fc.oneof({ arbitrary: fc.constant({ cron: '*', calendar: '*', values: new Set(Array.from({ length: 12 }, (_, i) => i + 1)) }), weight: 4 }, { arbitrary: fieldArb(1, 12, 1), weight: 1 }),
-    dow: fc.oneof({ arbitrary: fc.constant({ cron: '*', calendar: '*', values: new Set([0, 1, 2, 3, 4, 5, 6]) }), weight: 2 }, { arbitrary: dowArb, weight: 1 }),
+    dom: fc.oneof(
+      { arbitrary: fc.constant({ cron: '*', calendar: '*', values: new Set(Array.from({ length: 31 }, (_, i) => i + 1)) }), weight: 2 },
+      { arbitrary: fieldArb(1, 31, 1), weight: 1 },
+    ),
+    month: fc.oneof(
+      { arbitrary: fc.constant({ cron: '*', calendar: '*', values: new Set(Array.from({ length: 12 }, (_, i) => i + 1)) }), weight: 4 },
+      { arbitrary: fieldArb(1, 12, 1), weight: 1 },
+    ),
+    dow: fc.oneof(
+      { arbitrary: fc.constant({ cron: '*', calendar: '*', values: new Set([0, 1, 2, 3, 4, 5, 6]) }), weight: 2 },
+      { arbitrary: dowArb, weight: 1 },
+    ),
   })
   .map((f) => ({
     text: [f.minute.cron, f.hour.cron, f.dom.cron, f.month.cron, f.dow.cron].join(' '),
@@ -94,7 +101,15 @@ const partsFormatters = new Map<string, Intl.DateTimeFormat>();
 function localParts(tz: string, t: number): { y: number; mo: number; d: number; h: number; mi: number } {
   let f = partsFormatters.get(tz);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-GB', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric' });
+    f = new Intl.DateTimeFormat('en-GB', {
+      timeZone: tz,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+    });
     partsFormatters.set(tz, f);
   }
   const p: Record<string, number> = {};
@@ -107,7 +122,13 @@ function bruteForce(c: GenCron, tz: string, after: number, until: number): numbe
   const out: number[] = [];
   const start = Math.floor((after - 3 * HOUR) / MINUTE) * MINUTE;
   for (let t = start; t <= until; t += MINUTE) {
-    const w = tz === 'UTC' ? (() => { const d = new Date(t); return { y: d.getUTCFullYear(), mo: d.getUTCMonth() + 1, d: d.getUTCDate(), h: d.getUTCHours(), mi: d.getUTCMinutes() }; })() : localParts(tz, t);
+    const w =
+      tz === 'UTC'
+        ? (() => {
+            const d = new Date(t);
+            return { y: d.getUTCFullYear(), mo: d.getUTCMonth() + 1, d: d.getUTCDate(), h: d.getUTCHours(), mi: d.getUTCMinutes() };
+          })()
+        : localParts(tz, t);
     const key = `${w.y}-${w.mo}-${w.d} ${w.h}:${w.mi}`;
     const repeated = seen.has(key);
     seen.add(key);
@@ -214,9 +235,21 @@ const scheduleArb: fc.Arbitrary<{ source: string; tz: string }> = fc.oneof(
       .map(([every, offset]) => `every ${every}s offset ${offset}s`),
     tz: fc.constant('UTC'),
   }),
-  fc.record({ source: cronArb.filter(canFire).map((c) => c.text), tz: fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata') }),
   fc.record({
-    source: fc.constantFrom('hourly', 'daily', 'Mon..Fri 09:00', '*:0/15', '*-*~1 23:30', '*-02-29 02:30', 'Sat,Sun *-*-1..7 *:*:0/20', '0 30 2 * * *'),
+    source: cronArb.filter(canFire).map((c) => c.text),
+    tz: fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata'),
+  }),
+  fc.record({
+    source: fc.constantFrom(
+      'hourly',
+      'daily',
+      'Mon..Fri 09:00',
+      '*:0/15',
+      '*-*~1 23:30',
+      '*-02-29 02:30',
+      'Sat,Sun *-*-1..7 *:*:0/20',
+      '0 30 2 * * *',
+    ),
     tz: fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe'),
   }),
 );
@@ -255,10 +288,14 @@ describe('every schedule', () => {
 
   it('lands on whole seconds', () => {
     fc.assert(
-      fc.property(scheduleArb.filter(({ source }) => !source.startsWith('every')), anyInstant, ({ source, tz }, after) => {
-        const n = parseSchedule(source, tz).next(new Date(after + 0.5));
-        expect(n === null || n.getTime() % 1000 === 0).toBe(true);
-      }),
+      fc.property(
+        scheduleArb.filter(({ source }) => !source.startsWith('every')),
+        anyInstant,
+        ({ source, tz }, after) => {
+          const n = parseSchedule(source, tz).next(new Date(after + 0.5));
+          expect(n === null || n.getTime() % 1000 === 0).toBe(true);
+        },
+      ),
       { numRuns: 200 },
     );
   });

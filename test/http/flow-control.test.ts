@@ -37,7 +37,8 @@ const lease = async (types: string[], limit = 10, s: TestStack = stack) => {
   expect([200, 204]).toContain(res.status);
   return (res.status === 200 ? res.body.jobs : []) as { id: string; leaseToken: string; group: string }[];
 };
-const finish = (j: { id: string; leaseToken: string }, s: TestStack = stack) => api(s).post(`/jobs/${j.id}/finished`, { leaseToken: j.leaseToken });
+const finish = (j: { id: string; leaseToken: string }, s: TestStack = stack) =>
+  api(s).post(`/jobs/${j.id}/finished`, { leaseToken: j.leaseToken });
 const running = async (where = 'true') =>
   Number((await tdb.db.pool.query(`SELECT count(*) AS n FROM job WHERE state = 'running' AND ${where}`)).rows[0].n);
 
@@ -47,9 +48,19 @@ describe('PATCH /types and /groups', () => {
     await createJobs(1, { type: 'mail.send', runAt: '2099-01-01T00:00:00.000Z' });
     const res = await api().patch('/types/mail.send', { concurrency: 5, rate: '100/1m' });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body).toMatchObject({ type: 'mail.send', paused: false, concurrency: 5, rate: '100/1m', counts: { queued: 3, scheduled: 1, running: 0 } });
+    expect(res.body).toMatchObject({
+      type: 'mail.send',
+      paused: false,
+      concurrency: 5,
+      rate: '100/1m',
+      counts: { queued: 3, scheduled: 1, running: 0 },
+    });
     expect(res.body.oldestQueuedAt).not.toBeNull();
-    expect((await api().patch('/groups/customer:42', { paused: true })).body).toMatchObject({ group: 'customer:42', paused: true, counts: { queued: 0 } });
+    expect((await api().patch('/groups/customer:42', { paused: true })).body).toMatchObject({
+      group: 'customer:42',
+      paused: true,
+      counts: { queued: 0 },
+    });
     const types = await api().get('/types', bearer('reader'));
     expect(types.body.items.map((t: { type: string }) => t.type)).toEqual(['mail.send']);
     const groups = await api().get('/groups');
@@ -76,7 +87,8 @@ describe('PATCH /types and /groups', () => {
       expect(res.body.errors[0].path).toBe(path);
     }
     expect((await api().patch(`/types/${'x'.repeat(201)}`, { paused: true })).status).toBe(400);
-    for (const role of ['reader', 'worker', 'producer'] as const) expect((await api().patch('/types/t', { paused: true }, bearer(role))).status).toBe(403);
+    for (const role of ['reader', 'worker', 'producer'] as const)
+      expect((await api().patch('/types/t', { paused: true }, bearer(role))).status).toBe(403);
     expect((await tdb.db.pool.query('SELECT count(*)::int AS n FROM flow_policy')).rows[0].n).toBe(0);
   });
 });
@@ -123,7 +135,7 @@ describe('concurrency', () => {
       })();
       const done = new Set<string>();
       const worker = async (s: TestStack) => {
-        for (let idle = 0; idle < 3; ) {
+        for (let idle = 0; idle < 3;) {
           const jobs = await lease(['limited'], 3, s);
           if (jobs.length === 0) {
             idle++;

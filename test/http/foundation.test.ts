@@ -74,7 +74,7 @@ describe('health', () => {
 
   it('is not ready while the schema lacks a migration', async () => {
     const empty = await createTestDatabase();
-    await empty.db.pool.query("delete from kysely_migration");
+    await empty.db.pool.query('delete from kysely_migration');
     const other = await createTestApp({ db: empty.db });
     try {
       const res = await request(other.server).get('/readyz');
@@ -105,7 +105,10 @@ describe('problem documents', () => {
   });
 
   it('answers a body over the limit with 413', async () => {
-    const res = await request(app.server).post('/__echo').set('content-type', 'application/json').send({ s: 'x'.repeat(5000) });
+    const res = await request(app.server)
+      .post('/__echo')
+      .set('content-type', 'application/json')
+      .send({ s: 'x'.repeat(5000) });
     expect(res.status).toBe(413);
     expect(res.body).toMatchObject({ status: 413, type: 'urn:jobclock:problem:body-too-large' });
   });

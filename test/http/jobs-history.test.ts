@@ -63,11 +63,14 @@ describe('GET /jobs/{id}/events', () => {
   it('keeps every attempt: a failure requeued with its backoff, an expired lease, a timeout', async () => {
     const job = await create({ type: 'h.many', maxAttempts: 3, timebox: '5s' });
     clock.set(at(1_000));
-    let l = await lease('h.many', 'w1');
+    const l = await lease('h.many', 'w1');
     clock.set(at(2_000));
-    expect((await api.post(`/jobs/${job.id}/failed`, { leaseToken: l.leaseToken, error: { message: 'smtp down' }, retryIn: '10s' }, admin)).status).toBe(200);
+    expect(
+      (await api.post(`/jobs/${job.id}/failed`, { leaseToken: l.leaseToken, error: { message: 'smtp down' }, retryIn: '10s' }, admin))
+        .status,
+    ).toBe(200);
     clock.set(at(12_000));
-    l = await lease('h.many', 'w2', '1s');
+    await lease('h.many', 'w2', '1s');
     clock.set(at(14_000));
     await new LeaseReaper(api.stack.ctx).tick(clock.now()); // the lease ran out: requeued
     clock.set(at(20_000));
@@ -197,7 +200,13 @@ describe('bulk actions', () => {
     for (const role of ['reader', 'producer', 'worker'] as const) {
       expect((await api.post('/jobs/cancel', { filter: {} }, bearer(role))).status).toBe(403);
     }
-    for (const bad of [{}, { filter: { nope: 1 } }, { filter: {}, limit: 10_001 }, { filter: {}, limit: 0 }, { filter: { argsContains: [1] } }]) {
+    for (const bad of [
+      {},
+      { filter: { nope: 1 } },
+      { filter: {}, limit: 10_001 },
+      { filter: {}, limit: 0 },
+      { filter: { argsContains: [1] } },
+    ]) {
       const res = await api.post('/jobs/cancel', bad, admin);
       expect(res.status, JSON.stringify(bad)).toBe(400);
     }
@@ -209,7 +218,7 @@ describe('traceparent', () => {
   const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
   const TP2 = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
-  it('keeps the producer request\'s traceparent header with the job and hands it to the worker in the lease', async () => {
+  it("keeps the producer request's traceparent header with the job and hands it to the worker in the lease", async () => {
     const res = await api.post('/jobs', { type: 'trace' }, admin);
     expect(res.body.traceparent).toBeNull();
     const traced = await request(api.stack.app.server)
@@ -231,10 +240,18 @@ describe('traceparent', () => {
       .send({ jobs: [{ type: 'trace.b', traceparent: TP2 }, { type: 'trace.b' }] });
     expect(withBoth.status).toBe(201);
     expect(withBoth.body.jobs.map((j: { traceparent: string }) => j.traceparent)).toEqual([TP2, TP]);
-    const badHeader = await request(api.stack.app.server).post('/jobs').set('authorization', admin).set('traceparent', 'nonsense').send({ type: 'trace.c' });
+    const badHeader = await request(api.stack.app.server)
+      .post('/jobs')
+      .set('authorization', admin)
+      .set('traceparent', 'nonsense')
+      .send({ type: 'trace.c' });
     expect(badHeader.status).toBe(201);
     expect(badHeader.body.traceparent).toBeNull();
-    for (const bad of ['00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', 'x']) {
+    for (const bad of [
+      '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      'x',
+    ]) {
       const res = await api.post('/jobs', { type: 'trace.d', traceparent: bad }, admin);
       expect(res.status, bad).toBe(400);
       expect(res.body.errors[0].path).toBe('/traceparent');

@@ -40,7 +40,9 @@ describe('runnability at millisecond precision', () => {
     const clock = new ManualClock('2026-11-20T10:00:00.000Z');
     const m = await jobsApi({ db: tdb.connect(2), clock, instanceId: 'manual' });
     try {
-      await tdb.db.pool.query(`INSERT INTO job (type, run_at) VALUES ('micro', $1::timestamptz + interval '0.3 milliseconds')`, [clock.now()]);
+      await tdb.db.pool.query(`INSERT INTO job (type, run_at) VALUES ('micro', $1::timestamptz + interval '0.3 milliseconds')`, [
+        clock.now(),
+      ]);
       expect(await m.lease({ worker: 'w', types: ['micro'] })).toHaveLength(1);
       await tdb.db.pool.query(`INSERT INTO job (type, run_at) VALUES ('micro', $1::timestamptz + interval '1 millisecond')`, [clock.now()]);
       expect(await m.lease({ worker: 'w', types: ['micro'] })).toHaveLength(0);

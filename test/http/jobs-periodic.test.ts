@@ -93,7 +93,10 @@ describe('the drop check at lease time', () => {
     clock.set(t('01:35'));
     const jobs = await lease('task.mail', 10);
     expect(jobs.map((j) => j.id)).toEqual([first]);
-    expect(await jobState(second)).toMatchObject({ state: 'dropped', error: { message: expect.stringMatching(/same periodic task began at the same moment/) } });
+    expect(await jobState(second)).toMatchObject({
+      state: 'dropped',
+      error: { message: expect.stringMatching(/same periodic task began at the same moment/) },
+    });
   });
 
   it('sets lastRun for jobs of forbid and replace tasks too, and never drops them', async () => {
@@ -127,7 +130,9 @@ describe('the drop check at lease time', () => {
     const [job] = await lease('task.sync');
     await api.post(`/jobs/${job!.id}/heartbeat`, { leaseToken: job!.leaseToken });
     expect((await taskRow(tdb.db, 'sync')).state).toEqual({ keep: true });
-    await api.post('/jobs/reports', { reports: [{ id: job!.id, leaseToken: job!.leaseToken, outcome: 'failed', error: 'x', state: { at: 3 } }] });
+    await api.post('/jobs/reports', {
+      reports: [{ id: job!.id, leaseToken: job!.leaseToken, outcome: 'failed', error: 'x', state: { at: 3 } }],
+    });
     expect((await taskRow(tdb.db, 'sync')).state).toEqual({ at: 3 });
   });
 

@@ -17,15 +17,33 @@ export interface JobsApi {
   lease(body: Record<string, unknown>): Promise<Record<string, any>[]>;
 }
 
-export async function jobsApi(options: { db: Db; clock?: Clock; tokens?: TokenEntry[]; instanceId?: string; retentionMs?: number }): Promise<JobsApi> {
+export async function jobsApi(options: {
+  db: Db;
+  clock?: Clock;
+  tokens?: TokenEntry[];
+  instanceId?: string;
+  retentionMs?: number;
+}): Promise<JobsApi> {
   const stack = await createTestStack(options);
   const server = stack.app.server;
   const send = (t: request.Test, token?: string): Promise<request.Response> => (token ? t.set('authorization', token) : t).then((r) => r);
   const api: JobsApi = {
     stack,
-    post: (path, body, token) => send(request(server).post(path).send(body as object), token),
+    post: (path, body, token) =>
+      send(
+        request(server)
+          .post(path)
+          .send(body as object),
+        token,
+      ),
     get: (path, token) => send(request(server).get(path), token),
-    patch: (path, body, token) => send(request(server).patch(path).send(body as object), token),
+    patch: (path, body, token) =>
+      send(
+        request(server)
+          .patch(path)
+          .send(body as object),
+        token,
+      ),
     async create(body) {
       const res = await api.post('/jobs', body);
       if (res.status !== 201 && res.status !== 200) throw new Error(`POST /jobs answered ${res.status}: ${JSON.stringify(res.body)}`);
@@ -42,7 +60,10 @@ export async function jobsApi(options: { db: Db; clock?: Clock; tokens?: TokenEn
 }
 
 /** A periodic_task row as the PeriodicScheduler's engineer would create it, inserted by SQL. */
-export async function insertTask(db: Db, t: { id: string; lastRun?: Date | null; state?: unknown; policy?: 'forbid' | 'allow' | 'replace' }) {
+export async function insertTask(
+  db: Db,
+  t: { id: string; lastRun?: Date | null; state?: unknown; policy?: 'forbid' | 'allow' | 'replace' },
+) {
   await db.pool.query(
     `INSERT INTO periodic_task (id, task, timer, concurrency_policy, last_run, state) VALUES ($1, $2, 'every 1m', $3, $4, $5::jsonb)`,
     [t.id, `task.${t.id}`, t.policy ?? 'allow', t.lastRun ?? null, t.state === undefined ? null : JSON.stringify(t.state)],
@@ -55,7 +76,15 @@ export async function insertTask(db: Db, t: { id: string; lastRun?: Date | null;
  */
 export async function insertTaskJob(
   db: Db,
-  j: { taskId: string; runAt: Date; type?: string; intervalMs?: number | null; toleranceMs?: number | null; timeboxMs?: number | null; createdAt?: Date },
+  j: {
+    taskId: string;
+    runAt: Date;
+    type?: string;
+    intervalMs?: number | null;
+    toleranceMs?: number | null;
+    timeboxMs?: number | null;
+    createdAt?: Date;
+  },
 ): Promise<string> {
   const { rows } = await db.pool.query<{ id: number }>(
     `INSERT INTO job (type, periodic_task_id, scheduled_at, run_at, max_attempts, run_interval, run_tolerance, timebox, created_at, updated_at)

@@ -193,7 +193,14 @@ describe('POST /jobs/{id}/finished', () => {
     clock.advance(2_500);
     const res = await api.post(`/jobs/${job.id}/finished`, { leaseToken: job.leaseToken, result: { sent: 3 } });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: job.id, state: 'finished', result: { sent: 3 }, finishedAt: at(2_500), leaseExpiresAt: null, attempts: 1 });
+    expect(res.body).toMatchObject({
+      id: job.id,
+      state: 'finished',
+      result: { sent: 3 },
+      finishedAt: at(2_500),
+      leaseExpiresAt: null,
+      attempts: 1,
+    });
     expect(res.body).not.toHaveProperty('leaseToken');
   });
 
@@ -223,7 +230,12 @@ describe('POST /jobs/{id}/finished', () => {
   });
 
   it('accepts a report inside the grace after the deadline and refuses one after it', async () => {
-    await api.post('/jobs/batch', { jobs: [{ type: 't', timebox: '30s' }, { type: 't', timebox: '30s' }] });
+    await api.post('/jobs/batch', {
+      jobs: [
+        { type: 't', timebox: '30s' },
+        { type: 't', timebox: '30s' },
+      ],
+    });
     const [a, b] = await api.lease({ worker: 'w1', limit: 2 });
     clock.advance(33_000);
     expect((await api.post(`/jobs/${a!.id}/finished`, { leaseToken: a!.leaseToken })).status).toBe(200);
@@ -249,7 +261,14 @@ describe('POST /jobs/{id}/failed', () => {
     let job = await leaseOne();
     let res = await api.post(`/jobs/${job.id}/failed`, { leaseToken: job.leaseToken, error: { message: 'first' } });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ state: 'queued', attempts: 1, runAt: at(2_000), error: { message: 'first' }, finishedAt: null, leaseExpiresAt: null });
+    expect(res.body).toMatchObject({
+      state: 'queued',
+      attempts: 1,
+      runAt: at(2_000),
+      error: { message: 'first' },
+      finishedAt: null,
+      leaseExpiresAt: null,
+    });
 
     clock.advance(1_999);
     expect(await api.lease({ worker: 'w1' })).toEqual([]);
@@ -353,9 +372,14 @@ describe('POST /jobs/reports', () => {
     expect((await api.get(`/jobs/${a!.id}`)).body).toMatchObject({ state: 'finished', result: { ok: 1 } });
     expect((await api.get(`/jobs/${b!.id}`)).body).toMatchObject({ state: 'failed', error: 'last try' });
     // repeating a report with the same token is still recognised
-    const again = await api.post('/jobs/reports', { reports: [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished' }], returnJobs: false });
+    const again = await api.post('/jobs/reports', {
+      reports: [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished' }],
+      returnJobs: false,
+    });
     expect(again.body.results).toEqual([{ id: a!.id, status: 200 }]);
-    expect((await api.post('/jobs/reports', { reports: [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished' }], returnJobs: 1 })).status).toBe(400);
+    expect(
+      (await api.post('/jobs/reports', { reports: [{ id: a!.id, leaseToken: a!.leaseToken, outcome: 'finished' }], returnJobs: 1 })).status,
+    ).toBe(400);
   });
 
   it('refuses a bad report, naming its index', async () => {
@@ -370,7 +394,12 @@ describe('POST /jobs/reports', () => {
     });
     expect(res.status).toBe(400);
     // a failed report without error is refused, as POST /jobs/{id}/failed refuses it
-    expect(res.body.errors.map((e: any) => e.path)).toEqual(['/reports/1/error', '/reports/2/outcome', '/reports/3/error', '/reports/3/result']);
+    expect(res.body.errors.map((e: any) => e.path)).toEqual([
+      '/reports/1/error',
+      '/reports/2/outcome',
+      '/reports/3/error',
+      '/reports/3/result',
+    ]);
     expect((await api.post('/jobs/reports', { reports: [] })).status).toBe(400);
   });
 
@@ -439,7 +468,7 @@ describe('a worker that goes away while its claim runs', () => {
     expect(await api.lease({ worker: 'next', types: ['gone'] })).toHaveLength(1);
   });
 
-  it("clears the lastRun its lease set, so the job is not dropped when it is leased again", async () => {
+  it('clears the lastRun its lease set, so the job is not dropped when it is leased again', async () => {
     await insertTask(tdb.db, { id: 'gone-task', lastRun: null });
     const id = await insertTaskJob(tdb.db, { taskId: 'gone-task', runAt: clock.now() });
     expect(await api.stack.services.jobs.next({ worker: 'w', types: ['task.gone-task'] }, AbortSignal.abort())).toEqual([]);

@@ -7,9 +7,29 @@ import { holdingJobTable, insertTask, insertTaskJob, type JobsApi, jobsApi, unti
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const API_FIELDS = [
-  'id', 'type', 'group', 'args', 'subject', 'submitter', 'priority', 'state', 'runAt', 'attempts', 'maxAttempts', 'uniqueKey',
-  'periodicTaskId', 'worker', 'startedAt', 'leaseExpiresAt', 'deadline', 'finishedAt', 'progress', 'result', 'error',
-  'createdAt', 'updatedAt',
+  'id',
+  'type',
+  'group',
+  'args',
+  'subject',
+  'submitter',
+  'priority',
+  'state',
+  'runAt',
+  'attempts',
+  'maxAttempts',
+  'uniqueKey',
+  'periodicTaskId',
+  'worker',
+  'startedAt',
+  'leaseExpiresAt',
+  'deadline',
+  'finishedAt',
+  'progress',
+  'result',
+  'error',
+  'createdAt',
+  'updatedAt',
 ];
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -100,7 +120,9 @@ describe('POST /jobs', () => {
   });
 
   it('creates exactly one job when 20 producers race with one uniqueKey', async () => {
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => api.post('/jobs', { type: 'race', uniqueKey: 'same', args: { i } })));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => api.post('/jobs', { type: 'race', uniqueKey: 'same', args: { i } })),
+    );
     expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 200)).toHaveLength(19);
     expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
@@ -299,7 +321,16 @@ describe('GET /jobs', () => {
   });
 
   it('refuses unknown query parameters, unknown values and page sizes out of range', async () => {
-    for (const q of ['foo=1', 'limit=-1', 'limit=0', 'limit=1001', 'limit=ten', 'state=sleeping', 'cursor=not-a-cursor', 'limit=1&limit=2']) {
+    for (const q of [
+      'foo=1',
+      'limit=-1',
+      'limit=0',
+      'limit=1001',
+      'limit=ten',
+      'state=sleeping',
+      'cursor=not-a-cursor',
+      'limit=1&limit=2',
+    ]) {
       const res = await api.get(`/jobs?${q}`);
       expect(res.status, q).toBe(400);
       expect(res.body.type).toMatch(/^urn:jobclock:problem:/);
@@ -456,7 +487,11 @@ describe('access', () => {
       ['heartbeat', async (a) => secured.post(`/jobs/${job.id}/heartbeat`, { leaseToken: token }, a), ['admin', 'worker']],
       ['finished', async (a) => secured.post(`/jobs/${job.id}/finished`, { leaseToken: token }, a), ['admin', 'worker']],
       ['failed', async (a) => secured.post(`/jobs/${job.id}/failed`, { leaseToken: token, error: 'x' }, a), ['admin', 'worker']],
-      ['reports', async (a) => secured.post('/jobs/reports', { reports: [{ id: job.id, leaseToken: token, outcome: 'finished' }] }, a), ['admin', 'worker']],
+      [
+        'reports',
+        async (a) => secured.post('/jobs/reports', { reports: [{ id: job.id, leaseToken: token, outcome: 'finished' }] }, a),
+        ['admin', 'worker'],
+      ],
       ['patch', async (a) => secured.patch(`/jobs/${job.id}`, { priority: 1 }, a), ['admin']],
     ];
     for (const [name, call, allowed] of routes) {
@@ -465,8 +500,7 @@ describe('access', () => {
         if (allowed.includes(role)) {
           expect([401, 403], `${role} ${name}`).not.toContain(res.status);
           expect(res.status, `${role} ${name}`).toBeLessThan(500);
-        }
-        else expect(res.status, `${role} ${name}`).toBe(403);
+        } else expect(res.status, `${role} ${name}`).toBe(403);
       }
     }
     for (const path of [`/jobs/${job.id}/cancel`, `/jobs/${job.id}/retry`]) {

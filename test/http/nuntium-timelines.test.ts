@@ -60,21 +60,25 @@ class Timeline {
   }
 
   async createTask(id: string) {
-    const res = await request(this.app.server).post('/periodic-tasks').send({
-      id,
-      task: this.type,
-      schedule: 'every 1m',
-      firstRunAt: at('00:30').toISOString(),
-      tolerance: '5s',
-      concurrencyPolicy: 'allow',
-    });
+    const res = await request(this.app.server)
+      .post('/periodic-tasks')
+      .send({
+        id,
+        task: this.type,
+        schedule: 'every 1m',
+        firstRunAt: at('00:30').toISOString(),
+        tolerance: '5s',
+        concurrencyPolicy: 'allow',
+      });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body.nextRun).toBe(at('00:30').toISOString());
     return res.body;
   }
 
   async lease(): Promise<Leased | null> {
-    const res = await request(this.app.server).post('/jobs/next').send({ worker: 'w1', types: [this.type] });
+    const res = await request(this.app.server)
+      .post('/jobs/next')
+      .send({ worker: 'w1', types: [this.type] });
     if (res.status === 204) return null;
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.jobs).toHaveLength(1);
@@ -212,14 +216,26 @@ describe('Nuntium timelines with the real clock, one minute compressed to four s
     const sleepUntil = (mmss: string) => new Promise((r) => setTimeout(r, Math.max(0, when(mmss) - Date.now())));
     const srv = stack.app.server;
     const lease = async (type: string) => {
-      const res = await request(srv).post('/jobs/next').send({ worker: 'real', types: [type] });
+      const res = await request(srv)
+        .post('/jobs/next')
+        .send({ worker: 'real', types: [type] });
       return res.status === 204 ? null : (res.body.jobs[0] as Leased);
     };
     try {
-      for (const [id, type] of [['r1', 'real.one'], ['r3', 'real.three']] as const) {
+      for (const [id, type] of [
+        ['r1', 'real.one'],
+        ['r3', 'real.three'],
+      ] as const) {
         const res = await request(srv)
           .post('/periodic-tasks')
-          .send({ id, task: type, schedule: 'every 4s', firstRunAt: new Date(when('00:30')).toISOString(), tolerance: '333ms', concurrencyPolicy: 'allow' });
+          .send({
+            id,
+            task: type,
+            schedule: 'every 4s',
+            firstRunAt: new Date(when('00:30')).toISOString(),
+            tolerance: '333ms',
+            concurrencyPolicy: 'allow',
+          });
         expect(res.status, JSON.stringify(res.body)).toBe(201);
       }
       scheduler.start();

@@ -70,7 +70,8 @@ describe('GET /metrics', () => {
 
   it('is open to any role but not without a token', async () => {
     expect((await api.get('/metrics')).status).toBe(401);
-    for (const role of ['admin', 'worker', 'producer', 'reader'] as const) expect((await api.get('/metrics', bearer(role))).status).toBe(200);
+    for (const role of ['admin', 'worker', 'producer', 'reader'] as const)
+      expect((await api.get('/metrics', bearer(role))).status).toBe(200);
   });
 });
 

@@ -248,7 +248,11 @@ describe('PATCH /periodic-tasks/{id}', () => {
     clock.set('2026-11-20T05:03:00.000Z');
     const res = await api().patch('/periodic-tasks/p').send({ schedule: '*/15 * * * *' });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ schedule: '*/15 * * * *', nextRun: '2026-11-20T05:15:00.000Z', updatedAt: '2026-11-20T05:03:00.000Z' });
+    expect(res.body).toMatchObject({
+      schedule: '*/15 * * * *',
+      nextRun: '2026-11-20T05:15:00.000Z',
+      updatedAt: '2026-11-20T05:03:00.000Z',
+    });
   });
 
   it('keeps the creation time as the anchor of a changed interval schedule', async () => {
@@ -265,9 +269,18 @@ describe('PATCH /periodic-tasks/{id}', () => {
 
   it('changes other fields without moving nextRun', async () => {
     clock.set('2026-11-20T00:30:00.000Z');
-    const res = await api().patch('/periodic-tasks/p').send({ task: 'u', args: [1, 2], priority: -3, owner: 'x', subject: null, concurrencyPolicy: 'replace' });
+    const res = await api()
+      .patch('/periodic-tasks/p')
+      .send({ task: 'u', args: [1, 2], priority: -3, owner: 'x', subject: null, concurrencyPolicy: 'replace' });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ task: 'u', args: [1, 2], priority: -3, owner: 'x', concurrencyPolicy: 'replace', nextRun: '2026-11-20T01:00:00.000Z' });
+    expect(res.body).toMatchObject({
+      task: 'u',
+      args: [1, 2],
+      priority: -3,
+      owner: 'x',
+      concurrencyPolicy: 'replace',
+      nextRun: '2026-11-20T01:00:00.000Z',
+    });
   });
 
   it('clears nextRun on disabling and recomputes it from now on enabling', async () => {
@@ -433,13 +446,19 @@ describe('access', () => {
   it('lets a reader read but not write, and keeps workers and producers out', async () => {
     const { bearer } = await import('../support/app.js');
     const g = () => request(guarded.app.server);
-    await g().post('/periodic-tasks').set('authorization', bearer('admin')).send({ id: 'acl', task: 't', schedule: 'every 1h' }).expect(201);
+    await g()
+      .post('/periodic-tasks')
+      .set('authorization', bearer('admin'))
+      .send({ id: 'acl', task: 't', schedule: 'every 1h' })
+      .expect(201);
     expect((await g().get('/periodic-tasks/acl').set('authorization', bearer('reader'))).status).toBe(200);
     expect((await g().get('/periodic-tasks').set('authorization', bearer('reader'))).status).toBe(200);
     expect((await g().patch('/periodic-tasks/acl').set('authorization', bearer('reader')).send({ priority: 1 })).status).toBe(403);
     expect((await g().post('/periodic-tasks/acl/trigger').set('authorization', bearer('reader'))).status).toBe(403);
     expect((await g().get('/periodic-tasks').set('authorization', bearer('worker'))).status).toBe(403);
-    expect((await g().post('/periodic-tasks').set('authorization', bearer('producer')).send({ task: 't', schedule: 'every 1h' })).status).toBe(403);
+    expect(
+      (await g().post('/periodic-tasks').set('authorization', bearer('producer')).send({ task: 't', schedule: 'every 1h' })).status,
+    ).toBe(403);
     expect((await g().delete('/periodic-tasks/acl')).status).toBe(401);
   });
 });

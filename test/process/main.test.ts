@@ -16,7 +16,9 @@ const root = path.resolve(import.meta.dirname, '../..');
 let dataRoot: string;
 
 beforeAll(async () => {
-  await promisify(execFile)(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root });
+  await promisify(execFile)(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: root,
+  });
   dataRoot = await mkdtemp(path.join(os.tmpdir(), 'jobclock-process-'));
   await chmod(dataRoot, 0o755);
 }, 120_000);
@@ -137,9 +139,12 @@ describe('the jobclock process', () => {
     const app = await start({ DATABASE_URL: url });
     try {
       await waitReady(app);
-      expect((await api(app, 'POST', '/periodic-tasks', { id: 'beat', task: 'beat', schedule: 'every 1s', concurrencyPolicy: 'allow' })).status).toBe(201);
+      expect(
+        (await api(app, 'POST', '/periodic-tasks', { id: 'beat', task: 'beat', schedule: 'every 1s', concurrencyPolicy: 'allow' })).status,
+      ).toBe(201);
       const jobsSince = async (since: number) =>
-        (await sql.query<{ first: Date | null }>('select min(created_at) as first from job where created_at > $1', [new Date(since)])).rows[0]!.first;
+        (await sql.query<{ first: Date | null }>('select min(created_at) as first from job where created_at > $1', [new Date(since)]))
+          .rows[0]!.first;
       const before = Date.now();
       for (let i = 0; i < 60 && (await jobsSince(before)) === null; i++) await new Promise((r) => setTimeout(r, 100));
       expect(await jobsSince(before)).not.toBeNull();

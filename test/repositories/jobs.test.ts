@@ -68,7 +68,13 @@ describe('jobInsertMany', () => {
 
   it('matches ids to input rows while other batches draw ids at the same time', async () => {
     const batches = await Promise.all(
-      Array.from({ length: 6 }, (_, b) => jobInsertMany(tdb.db, Array.from({ length: 400 }, (_, i) => row({ args: { b, i } })), NOW)),
+      Array.from({ length: 6 }, (_, b) =>
+        jobInsertMany(
+          tdb.db,
+          Array.from({ length: 400 }, (_, i) => row({ args: { b, i } })),
+          NOW,
+        ),
+      ),
     );
     const { rows } = await tdb.db.pool.query<{ id: number; args: unknown }>('SELECT id, args FROM job');
     const stored = new Map(rows.map((r) => [String(r.id), r.args]));
@@ -79,12 +85,19 @@ describe('jobInsertMany', () => {
 
 describe('jobLease', () => {
   it('never claims one job twice when 20 claims run at once, without any combining', async () => {
-    await jobInsertMany(tdb.db, Array.from({ length: 300 }, (_, i) => row({ args: i })), NOW);
+    await jobInsertMany(
+      tdb.db,
+      Array.from({ length: 300 }, (_, i) => row({ args: i })),
+      NOW,
+    );
     const seen: string[] = [];
     await Promise.all(
       Array.from({ length: 20 }, async (_, w) => {
         for (;;) {
-          const r = await jobLease(tdb.db, { now: NOW, slots: Array.from({ length: 1 + (w % 3) }, () => ({ worker: `w${w}`, leaseMs: 30_000 })) });
+          const r = await jobLease(tdb.db, {
+            now: NOW,
+            slots: Array.from({ length: 1 + (w % 3) }, () => ({ worker: `w${w}`, leaseMs: 30_000 })),
+          });
           if (r.leased.length === 0) return;
           seen.push(...r.leased.map((j) => j.id));
         }
@@ -115,8 +128,16 @@ describe('jobLease', () => {
 describe('jobLease with types', () => {
   it('claims a rare type from its own index, in claim order across types, without walking the backlog of others', async () => {
     const one = tdb.connect(2); // its protocol pool is one connection: the statistics flushed below are its own
-    await jobInsertMany(tdb.db, Array.from({ length: 5_000 }, () => row({ type: 'backlog' })), NOW);
-    await jobInsertMany(tdb.db, [row({ type: 'rare', runAt: plus(-2) }), row({ type: 'rare', priority: 5 }), row({ type: 'other', runAt: plus(-1) })], NOW);
+    await jobInsertMany(
+      tdb.db,
+      Array.from({ length: 5_000 }, () => row({ type: 'backlog' })),
+      NOW,
+    );
+    await jobInsertMany(
+      tdb.db,
+      [row({ type: 'rare', runAt: plus(-2) }), row({ type: 'rare', priority: 5 }), row({ type: 'other', runAt: plus(-1) })],
+      NOW,
+    );
     await tdb.db.pool.query('ANALYZE job'); // the planner knows the rare type is rare, and still must not walk the backlog
     const indexReads = async () => {
       await one.protocol.query('SELECT pg_stat_force_next_flush()');
@@ -127,7 +148,11 @@ describe('jobLease with types', () => {
       return Number(rows[0]!.n);
     };
     const before = await indexReads();
-    const r = await jobLease(one, { now: NOW, types: ['rare', 'other', 'rare'], slots: Array.from({ length: 5 }, () => ({ worker: 'w', leaseMs: 1_000 })) });
+    const r = await jobLease(one, {
+      now: NOW,
+      types: ['rare', 'other', 'rare'],
+      slots: Array.from({ length: 5 }, () => ({ worker: 'w', leaseMs: 1_000 })),
+    });
     expect(r.leased.map((j) => [j.type, j.priority, j.runAt])).toEqual([
       ['rare', 5, NOW],
       ['rare', 0, plus(-2)],
@@ -168,7 +193,11 @@ describe('jobLease and the domain rules', () => {
 
 describe('plans', () => {
   it('plans the lease once per connection (generic plans on the protocol connections), and leaves other queries to choose', async () => {
-    await jobInsertMany(tdb.db, Array.from({ length: 12 }, () => row()), NOW);
+    await jobInsertMany(
+      tdb.db,
+      Array.from({ length: 12 }, () => row()),
+      NOW,
+    );
     for (let i = 0; i < 12; i++) await jobLease(tdb.db, { now: NOW, slots: [{ worker: 'w', leaseMs: 1_000 }] });
     const c = await tdb.db.protocol.connect();
     try {
@@ -196,7 +225,11 @@ describe('jobReport', () => {
         await tdb.db.pool.query(`UPDATE job SET state = 'queued', run_at = $2, attempts = $3 - 1 WHERE id = $1`, [job!.id, NOW, attempts]);
         const [leased] = (await jobLease(tdb.db, { now: NOW, slots: [{ worker: 'w', leaseMs: 1_000 }] })).leased;
         expect(leased!.attempts).toBe(attempts);
-        const [res] = await jobReport(tdb.db, [{ id: job!.id, leaseToken: leased!.leaseToken, outcome: 'failed', error: 'x', jitter }], NOW);
+        const [res] = await jobReport(
+          tdb.db,
+          [{ id: job!.id, leaseToken: leased!.leaseToken, outcome: 'failed', error: 'x', jitter }],
+          NOW,
+        );
         expect(res!.job!.runAt.getTime() - NOW.getTime(), `attempts ${attempts}, jitter ${jitter}`).toBe(retryDelayMs(attempts, jitter));
       }
     }
@@ -223,8 +256,13 @@ describe('jobReport', () => {
     // whichever row the plan meets first.
     for (let round = 0; round < 8; round++) {
       await tdb.db.pool.query('DELETE FROM job');
-      await jobInsertMany(tdb.db, Array.from({ length: 40 }, () => row({ maxAttempts: 5 })), NOW);
-      const leased = (await jobLease(tdb.db, { now: NOW, slots: Array.from({ length: 40 }, () => ({ worker: 'w', leaseMs: 60_000 })) })).leased;
+      await jobInsertMany(
+        tdb.db,
+        Array.from({ length: 40 }, () => row({ maxAttempts: 5 })),
+        NOW,
+      );
+      const leased = (await jobLease(tdb.db, { now: NOW, slots: Array.from({ length: 40 }, () => ({ worker: 'w', leaseMs: 60_000 })) }))
+        .leased;
       const failedFirst = round % 2 === 0;
       const reports = leased.flatMap((j) => {
         const failed = { id: j.id, leaseToken: j.leaseToken, outcome: 'failed' as const, error: 'x', jitter: 1 };
@@ -238,7 +276,7 @@ describe('jobReport', () => {
     }
   });
 
-  it('applies the current holder\'s report when a stale holder\'s comes first in the same batch', async () => {
+  it("applies the current holder's report when a stale holder's comes first in the same batch", async () => {
     await jobInsertMany(tdb.db, [row()], NOW);
     const [first] = (await jobLease(tdb.db, { now: NOW, slots: [{ worker: 'stale', leaseMs: 1_000 }] })).leased;
     // the lease ran out and the job went to another worker
@@ -269,7 +307,11 @@ describe('prepared statements', () => {
       expect((await jobGet(one, job!.id))?.id).toBe(job!.id);
       const second = await jobLease(one, { now: NOW, slots: [{ worker: 'w', leaseMs: 1_000 }] });
       expect(second.leased).toHaveLength(1);
-      const [res] = await jobReport(one, [{ id: second.leased[0]!.id, leaseToken: second.leased[0]!.leaseToken, outcome: 'finished', jitter: 1 }], NOW);
+      const [res] = await jobReport(
+        one,
+        [{ id: second.leased[0]!.id, leaseToken: second.leased[0]!.leaseToken, outcome: 'finished', jitter: 1 }],
+        NOW,
+      );
       expect(res!.verdict).toBe('applied');
     } finally {
       await tdb.db.pool.query('ALTER TABLE job DROP COLUMN added_later');
@@ -289,7 +331,10 @@ describe('the rest', () => {
   });
 
   it('deletes at most `limit` old final jobs per statement', async () => {
-    await tdb.db.pool.query(`INSERT INTO job (type, state, run_at, finished_at) SELECT 'x', 'finished', $1, $1 FROM generate_series(1, 25)`, [plus(-10)]);
+    await tdb.db.pool.query(
+      `INSERT INTO job (type, state, run_at, finished_at) SELECT 'x', 'finished', $1, $1 FROM generate_series(1, 25)`,
+      [plus(-10)],
+    );
     expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(10);
     expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(10);
     expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(5);

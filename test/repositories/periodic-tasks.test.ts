@@ -33,7 +33,9 @@ beforeEach(async () => {
 async function sequentialScansOfJob(): Promise<number> {
   await sql`SELECT pg_stat_force_next_flush()`.execute(one.kysely);
   await sql`SELECT pg_stat_clear_snapshot()`.execute(one.kysely);
-  const { rows } = await sql<{ n: string }>`SELECT coalesce(seq_scan, 0)::text AS n FROM pg_stat_user_tables WHERE relname = 'job'`.execute(one.kysely);
+  const { rows } = await sql<{ n: string }>`SELECT coalesce(seq_scan, 0)::text AS n FROM pg_stat_user_tables WHERE relname = 'job'`.execute(
+    one.kysely,
+  );
   return Number(rows[0]!.n);
 }
 
@@ -61,7 +63,9 @@ it('answers, for each forbid task, one of its queued or running jobs', async () 
   expect(due).toHaveLength(500);
   const withOpen = due.filter((t) => t.open_job_id !== null);
   expect(withOpen.map((t) => Number(t.id.slice(4))).sort((a, b) => a - b)).toEqual(Array.from({ length: 72 }, (_, i) => 1 + 7 * i));
-  const { rows } = await one.pool.query<{ id: number; periodic_task_id: string; state: string }>('SELECT id, periodic_task_id, state FROM job');
+  const { rows } = await one.pool.query<{ id: number; periodic_task_id: string; state: string }>(
+    'SELECT id, periodic_task_id, state FROM job',
+  );
   for (const t of withOpen) {
     const job = rows.find((j) => j.id === t.open_job_id)!;
     expect(job.periodic_task_id).toBe(t.id);

@@ -9,7 +9,7 @@ import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { RetentionCleaner } from '../../src/scheduler/retention-cleaner.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { type JobsApi, jobsApi } from '../http/jobs-support.js';
-import { sleep, until } from '../support/wait.js';
+import { sleep } from '../support/wait.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms);
@@ -83,7 +83,19 @@ describe('expired leases', () => {
     const overdue = await jobFindOverdue(tdb.db, at(11_000), 100);
     expect(overdue.map((o) => o.id)).toEqual([job!.id]);
     await api.post(`/jobs/${job!.id}/finished`, { leaseToken: job!.leaseToken });
-    const changed = await jobReap(tdb.db, [{ id: job!.id, leaseToken: job!.leaseToken, state: 'queued', runAt: at(11_000), error: { kind: 'lease_expired', message: 'x', at: '' } }], at(11_000));
+    const changed = await jobReap(
+      tdb.db,
+      [
+        {
+          id: job!.id,
+          leaseToken: job!.leaseToken,
+          state: 'queued',
+          runAt: at(11_000),
+          error: { kind: 'lease_expired', message: 'x', at: '' },
+        },
+      ],
+      at(11_000),
+    );
     expect(changed).toEqual([]);
     expect((await jobOf(job!.id)).state).toBe('finished');
   });
@@ -107,7 +119,12 @@ describe('deadlines', () => {
     expect((await reaper.tick(at(11_000))).timedOut).toBe(0); // grace: max(10 % of 10 s, 1 s)
     expect((await reaper.tick(at(11_001))).timedOut).toBe(1);
     const failed = await jobOf(job!.id);
-    expect(failed).toMatchObject({ state: 'failed', attempts: 1, finishedAt: at(11_001).toISOString(), deadline: at(10_000).toISOString() });
+    expect(failed).toMatchObject({
+      state: 'failed',
+      attempts: 1,
+      finishedAt: at(11_001).toISOString(),
+      deadline: at(10_000).toISOString(),
+    });
     expect(failed.error).toMatchObject({ kind: 'timebox', deadline: at(10_000).toISOString() });
     expect(failed.error.message).toMatch(/timebox of 10s/);
     clock.set(at(11_001));

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { PeriodicScheduler } from '../../src/scheduler/periodic-scheduler.js';
-import { bearer, createTestStack, type TestStack, TOKENS } from '../support/app.js';
+import { bearer, createTestStack, TOKENS } from '../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { type JobsApi, jobsApi } from '../http/jobs-support.js';
 
@@ -55,7 +55,8 @@ describe('misfirePolicy through the scheduler, after 1,000 missed slots', () => 
     expect((await slotsOf('sk')).map((r) => r.scheduled_at)).toEqual([at(1000 * MIN)]);
     expect((await slotsOf('cu')).map((r) => r.scheduled_at)).toEqual(Array.from({ length: 20 }, (_, i) => at((981 + i) * MIN)));
     // each advanced to the first slot after now
-    for (const id of ['co', 'sk', 'cu']) expect((await api.get(`/periodic-tasks/${id}`, admin)).body.nextRun).toBe(at(1001 * MIN).toISOString());
+    for (const id of ['co', 'sk', 'cu'])
+      expect((await api.get(`/periodic-tasks/${id}`, admin)).body.nextRun).toBe(at(1001 * MIN).toISOString());
   });
 
   it('skip submits nothing when the one due run is over a minute late (a 12-hour outage of a daily task)', async () => {
@@ -67,7 +68,12 @@ describe('misfirePolicy through the scheduler, after 1,000 missed slots', () => 
   });
 
   it('refuses a bad misfirePolicy or catchUpLimit with a 400 naming it, and PATCH changes them', async () => {
-    for (const [field, value] of [['misfirePolicy', 'later'], ['catchUpLimit', 0], ['catchUpLimit', 1001], ['catchUpLimit', 1.5]] as const) {
+    for (const [field, value] of [
+      ['misfirePolicy', 'later'],
+      ['catchUpLimit', 0],
+      ['catchUpLimit', 1001],
+      ['catchUpLimit', 1.5],
+    ] as const) {
       const res = await api.post('/periodic-tasks', { id: 'bad', task: 'w', schedule: 'every 1m', [field]: value }, admin);
       expect(res.status, `${field}=${value}`).toBe(400);
       expect(res.body.errors[0].path).toBe(`/${field}`);
@@ -87,7 +93,9 @@ describe('POST /periodic-tasks/{id}/backfill', () => {
     clock.set(at(10 * 3_600_000));
     const first = await backfill('h', at(0), at(5 * 3_600_000));
     expect(first.status, JSON.stringify(first.body)).toBe(201);
-    expect(first.body.jobs.map((j: { scheduledAt: string }) => j.scheduledAt)).toEqual([1, 2, 3, 4].map((h) => at(h * 3_600_000).toISOString()));
+    expect(first.body.jobs.map((j: { scheduledAt: string }) => j.scheduledAt)).toEqual(
+      [1, 2, 3, 4].map((h) => at(h * 3_600_000).toISOString()),
+    );
     expect(first.body.jobs[0]).toMatchObject({ periodicTaskId: 'h', state: 'queued', type: 'work' });
     const again = await backfill('h', at(0), at(6 * 3_600_000));
     expect(again.body.jobs.map((j: { scheduledAt: string }) => j.scheduledAt)).toEqual([at(5 * 3_600_000).toISOString()]);
@@ -108,7 +116,9 @@ describe('POST /periodic-tasks/{id}/backfill', () => {
     await api.post('/periodic-tasks/r/trigger', {}, admin);
     const r = await backfill('r', at(0), at(4 * 3_600_000));
     expect(r.body.jobs.map((j: { scheduledAt: string }) => j.scheduledAt)).toEqual([at(3 * 3_600_000).toISOString()]);
-    expect((await tdb.db.pool.query(`SELECT state FROM job WHERE periodic_task_id = 'r' AND scheduled_at IS NULL`)).rows).toEqual([{ state: 'cancelled' }]);
+    expect((await tdb.db.pool.query(`SELECT state FROM job WHERE periodic_task_id = 'r' AND scheduled_at IS NULL`)).rows).toEqual([
+      { state: 'cancelled' },
+    ]);
   });
 
   it('follows the schedule over a DST change in Europe/Berlin: the 02:30 that does not exist gets no job', async () => {

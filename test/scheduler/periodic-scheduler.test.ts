@@ -19,8 +19,21 @@ const clock = new ManualClock(T0);
 /** The columns of a job row these tests read (id as text). */
 type JobRowLite = Pick<
   JobRow,
-  | 'type' | 'group_' | 'args' | 'subject' | 'submitter' | 'priority' | 'state' | 'run_at' | 'max_attempts'
-  | 'periodic_task_id' | 'scheduled_at' | 'timebox' | 'run_interval' | 'run_tolerance' | 'created_at'
+  | 'type'
+  | 'group_'
+  | 'args'
+  | 'subject'
+  | 'submitter'
+  | 'priority'
+  | 'state'
+  | 'run_at'
+  | 'max_attempts'
+  | 'periodic_task_id'
+  | 'scheduled_at'
+  | 'timebox'
+  | 'run_interval'
+  | 'run_tolerance'
+  | 'created_at'
 > & { id: string };
 
 async function jobsOf(taskId: string): Promise<JobRowLite[]> {
@@ -147,7 +160,9 @@ describe('PeriodicScheduler.tick', () => {
     await scheduler.tick(at('2026-11-20T09:00:01.000Z')); // Friday 20th, nothing (nextRun is Monday)
     await scheduler.tick(at('2026-11-23T09:00:00.000Z')); // Monday 23rd
     const jobs = await jobsOf('wk');
-    expect(jobs.map((j) => [j.scheduled_at, j.run_interval, j.run_tolerance])).toEqual([[at('2026-11-23T09:00:00.000Z'), 3 * 86_400_000, 5_000]]);
+    expect(jobs.map((j) => [j.scheduled_at, j.run_interval, j.run_tolerance])).toEqual([
+      [at('2026-11-23T09:00:00.000Z'), 3 * 86_400_000, 5_000],
+    ]);
   });
 
   it('cancels the open job and submits a new one under policy replace', async () => {
@@ -192,8 +207,12 @@ describe('PeriodicScheduler.tick', () => {
     await createTask({ id: 'stale' });
     await createTask({ id: 'fresh' });
     const now = at('2026-11-20T00:01:00.000Z');
-    await tdb.db.pool.query(`update periodic_task set worker = 'instance-dead', marked = $1 where id = 'stale'`, [ms(now.toISOString(), -11_000)]);
-    await tdb.db.pool.query(`update periodic_task set worker = 'instance-b', marked = $1 where id = 'fresh'`, [ms(now.toISOString(), -5_000)]);
+    await tdb.db.pool.query(`update periodic_task set worker = 'instance-dead', marked = $1 where id = 'stale'`, [
+      ms(now.toISOString(), -11_000),
+    ]);
+    await tdb.db.pool.query(`update periodic_task set worker = 'instance-b', marked = $1 where id = 'fresh'`, [
+      ms(now.toISOString(), -5_000),
+    ]);
     const s = await scheduler.tick(now);
     expect(s).toMatchObject({ clearedMarks: 1, taken: 1, submitted: 1 });
     expect(await jobsOf('stale')).toHaveLength(1);

@@ -104,7 +104,10 @@ describe('LeaseCombiner', () => {
     const f = new FakeClaims();
     const c = new LeaseCombiner(f.claim, { ...options, maxSlots: 3, maxInFlight: 4 });
     await Promise.all([c.lease({}, ask('a', 2)), c.lease({}, ask('b', 2)), c.lease({}, ask('c', 1))]);
-    expect(f.calls.map((x) => x.slots.map((s) => s.worker))).toEqual([['a', 'a'], ['b', 'b', 'c']]);
+    expect(f.calls.map((x) => x.slots.map((s) => s.worker))).toEqual([
+      ['a', 'a'],
+      ['b', 'b', 'c'],
+    ]);
   });
 
   it('claims again for slots the drop check emptied, up to maxRounds', async () => {

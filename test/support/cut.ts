@@ -48,8 +48,7 @@ export class BackendCutter {
     const original = client.query.bind(client) as QueryFn;
     let inTransaction = false;
     let index = -1;
-    const cutter = this;
-    (client as unknown as { query: QueryFn }).query = function (...args: unknown[]) {
+    (client as unknown as { query: QueryFn }).query = (...args: unknown[]) => {
       const text = statementText(args[0]);
       if (BEGIN.test(text)) {
         inTransaction = true;
@@ -58,20 +57,20 @@ export class BackendCutter {
       const ends = END.test(text);
       const position = inTransaction && !ends ? ++index : -1;
       if (ends) inTransaction = false;
-      const cutNow = () => position >= 0 && cutter.armedAt === position;
+      const cutNow = () => position >= 0 && this.armedAt === position;
       const last = args[args.length - 1];
       if (typeof last === 'function') {
         const callback = last as (err: unknown, res: unknown) => void;
         args[args.length - 1] = (err: unknown, res: unknown) => {
           if (err || !cutNow()) return callback(err, res);
-          void cutter.cut(client, text).then(() => callback(null, res));
+          void this.cut(client, text).then(() => callback(null, res));
         };
         return original(...args);
       }
       const result = original(...args);
       if (!(result instanceof Promise)) return result;
       return result.then(async (res) => {
-        if (cutNow()) await cutter.cut(client, text);
+        if (cutNow()) await this.cut(client, text);
         return res;
       });
     };

@@ -37,17 +37,23 @@ export const CALENDAR_SHORTCUTS: Readonly<Record<string, string>> = {
 
 /** Index in systemd's week (Mon = 0 … Sun = 6). */
 const WEEKDAY_NAMES: Readonly<Record<string, number>> = {
-  mon: 0, monday: 0,
-  tue: 1, tuesday: 1,
-  wed: 2, wednesday: 2,
-  thu: 3, thursday: 3,
-  fri: 4, friday: 4,
-  sat: 5, saturday: 5,
-  sun: 6, sunday: 6,
+  mon: 0,
+  monday: 0,
+  tue: 1,
+  tuesday: 1,
+  wed: 2,
+  wednesday: 2,
+  thu: 3,
+  thursday: 3,
+  fri: 4,
+  friday: 4,
+  sat: 5,
+  saturday: 5,
+  sun: 6,
+  sunday: 6,
 };
 
-const SHAPE =
-  'expected [weekday] [date] [time], like "Mon..Fri *-*-* 09:00", "*-*-01 00:00", "2026-12-24 18:00" or "*:0/15"';
+const SHAPE = 'expected [weekday] [date] [time], like "Mon..Fri *-*-* 09:00", "*-*-01 00:00", "2026-12-24 18:00" or "*:0/15"';
 
 interface Part {
   name: 'year' | 'month' | 'day' | 'hour' | 'minute' | 'second';
@@ -171,10 +177,7 @@ const isTimeToken = (t: string): boolean => t.includes(':');
  * Returns the tokens without it and the zone (null when none is written). A last token shaped like
  * `Area/Location` that Intl does not know is refused here, naming it.
  */
-export function splitCalendarZone(
-  tokens: string[],
-  isZone: (name: string) => boolean,
-): { tokens: string[]; timezone: string | null } {
+export function splitCalendarZone(tokens: string[], isZone: (name: string) => boolean): { tokens: string[]; timezone: string | null } {
   const last = tokens[tokens.length - 1] as string;
   if (tokens.length < 2 || !/^[a-z]/i.test(last) || /[:~]|\.\./.test(last)) return { tokens, timezone: null };
   const lower = last.toLowerCase();
@@ -207,7 +210,9 @@ export function parseCalendar(tokens: string[]): FieldSpec {
   }
   const zoneInside = tokens.find((t) => /^[A-Za-z]+\/[A-Za-z_]+/.test(t) || t.toLowerCase() === 'utc');
   if (zoneInside !== undefined) {
-    scheduleError(`the time zone "${zoneInside}" must come last, like "${[...tokens.filter((x) => x !== zoneInside), zoneInside].join(' ')}"`);
+    scheduleError(
+      `the time zone "${zoneInside}" must come last, like "${[...tokens.filter((x) => x !== zoneInside), zoneInside].join(' ')}"`,
+    );
   }
   const p = new Parser(src);
   let i = 0;
@@ -262,8 +267,10 @@ export function parseCalendar(tokens: string[]): FieldSpec {
   if (fromEnd) {
     for (const c of p.component(DAY, dayText)) {
       if (c.star) days = p.values(DAY, '*');
-      else if (c.ranged) lastDays.push({ far: c.end, near: c.start, step: c.step }); // ~A..B[/R]
-      else if (c.end !== c.start) lastDays.push({ far: c.start, near: 1, step: c.step }); // ~N/R: N-th last day, then every R days to the end
+      else if (c.ranged)
+        lastDays.push({ far: c.end, near: c.start, step: c.step }); // ~A..B[/R]
+      else if (c.end !== c.start)
+        lastDays.push({ far: c.start, near: 1, step: c.step }); // ~N/R: N-th last day, then every R days to the end
       else lastDays.push({ far: c.start, near: c.start, step: 1 }); // ~N
     }
   } else {

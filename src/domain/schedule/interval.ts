@@ -42,9 +42,7 @@ export class IntervalSchedule implements Schedule {
       base = ctx.anchor.getTime() + this.offsetMs;
       minK = 1;
     } else {
-      throw new Error(
-        'interval schedules need ctx.anchor (the task creation time) or ctx.firstRunAt to compute occurrences',
-      );
+      throw new Error('interval schedules need ctx.anchor (the task creation time) or ctx.firstRunAt to compute occurrences');
     }
     if (Number.isNaN(base)) throw new RangeError('next(): ctx.anchor / ctx.firstRunAt is an invalid Date');
     const k = Math.max(minK, Math.floor((a - base) / every) + 1);

@@ -222,8 +222,7 @@ function dayMask(spec: FieldSpec, y: number, mo: number): number {
   }
   let mask = 0;
   for (let dd = 1, dow = weekday(y, mo, 1); dd <= dim; dd++, dow = dow === 6 ? 0 : dow + 1) {
-    const domOk =
-      spec.days.has(dd) || (hasLast && lastDayMatches(spec.lastDays, dd, dim)) || (nearest & (1 << (dd - 1))) !== 0;
+    const domOk = spec.days.has(dd) || (hasLast && lastDayMatches(spec.lastDays, dd, dim)) || (nearest & (1 << (dd - 1))) !== 0;
     const dowOk = spec.weekdays.has(dow) || (hasNth && nthWeekdayMatches(spec.nthWeekdays, dd, dow, dim));
     if (spec.dayMode === 'and' ? domOk && dowOk : domOk || dowOk) mask |= 1 << (dd - 1);
   }

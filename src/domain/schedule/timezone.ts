@@ -91,7 +91,14 @@ class IntlZone implements Zone {
       // Unexpected layout: fall back to the slower, layout-independent API.
       const parts: Record<string, number> = {};
       for (const p of this.fmt.formatToParts(t)) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-      wall = Date.UTC(parts.year ?? 1970, (parts.month ?? 1) - 1, parts.day ?? 1, (parts.hour ?? 0) % 24, parts.minute ?? 0, parts.second ?? 0);
+      wall = Date.UTC(
+        parts.year ?? 1970,
+        (parts.month ?? 1) - 1,
+        parts.day ?? 1,
+        (parts.hour ?? 0) % 24,
+        parts.minute ?? 0,
+        parts.second ?? 0,
+      );
     }
     return wall - t;
   }

@@ -44,7 +44,12 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
       '/types/:type',
       {
         config: { access: 'jobs:read' },
-        schema: { tags, summary: 'A job type: its policy and its open jobs', params: TypeParams, response: { 200: TypeSchema, ...standardErrors } },
+        schema: {
+          tags,
+          summary: 'A job type: its policy and its open jobs',
+          params: TypeParams,
+          response: { 200: TypeSchema, ...standardErrors },
+        },
       },
       async (request) => typeDto(await flow.get('type', request.params.type)),
     );
@@ -83,7 +88,12 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
       '/groups/:group',
       {
         config: { access: 'jobs:read' },
-        schema: { tags, summary: 'A job group: its policy and its open jobs', params: GroupParams, response: { 200: GroupSchema, ...standardErrors } },
+        schema: {
+          tags,
+          summary: 'A job group: its policy and its open jobs',
+          params: GroupParams,
+          response: { 200: GroupSchema, ...standardErrors },
+        },
       },
       async (request) => groupDto(await flow.get('group', request.params.group)),
     );

@@ -44,7 +44,14 @@ export function healthRoutes(deps: AppDeps): FastifyPluginAsyncZod {
             return reply
               .status(503)
               .type(PROBLEM_CONTENT_TYPE)
-              .send({ ...problem(503, 'schema-not-current', 'The database schema is not migrated yet; run npm run migrate or wait for start-up to finish.'), requestId: String(request.id) });
+              .send({
+                ...problem(
+                  503,
+                  'schema-not-current',
+                  'The database schema is not migrated yet; run npm run migrate or wait for start-up to finish.',
+                ),
+                requestId: String(request.id),
+              });
           }
           return { status: 'ready' as const };
         } catch (err) {
@@ -52,7 +59,10 @@ export function healthRoutes(deps: AppDeps): FastifyPluginAsyncZod {
           return reply
             .status(503)
             .type(PROBLEM_CONTENT_TYPE)
-            .send({ ...problem(503, 'database-unavailable', `The database does not answer: ${(err as Error).message}`), requestId: String(request.id) });
+            .send({
+              ...problem(503, 'database-unavailable', `The database does not answer: ${(err as Error).message}`),
+              requestId: String(request.id),
+            });
         }
       },
     );

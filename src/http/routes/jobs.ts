@@ -283,7 +283,9 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
       },
       async (request) => {
         const b = request.body;
-        return heartbeatDto(await jobs.heartbeat(request.params.id, { leaseToken: b.leaseToken, leaseMs: b.lease, progress: b.progress, state: b.state }));
+        return heartbeatDto(
+          await jobs.heartbeat(request.params.id, { leaseToken: b.leaseToken, leaseMs: b.lease, progress: b.progress, state: b.state }),
+        );
       },
     );
 

@@ -43,11 +43,7 @@ export const INT32_MIN = -2147483648;
 export const INT32_MAX = 2147483647;
 
 export const name = (what: string, example?: string) =>
-  z
-    .string()
-    .min(1, `${what} must not be empty`)
-    .max(MAX_NAME, `${what} is longer than ${MAX_NAME} characters`)
-    .meta({ example });
+  z.string().min(1, `${what} must not be empty`).max(MAX_NAME, `${what} is longer than ${MAX_NAME} characters`).meta({ example });
 
 export const Priority = z
   .number()
@@ -75,4 +71,3 @@ export function body<S extends z.ZodRawShape>(shape: S, readOnly: Readonly<Recor
   );
   return z.looseObject(shape).check(check);
 }
-

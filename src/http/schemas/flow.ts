@@ -25,7 +25,10 @@ const Rate = z
     try {
       windowMs = parseDuration(m[2]!);
     } catch (err) {
-      ctx.addIssue({ code: 'custom', message: `the window of a rate ${err instanceof DomainError ? (err.errors[0]?.message ?? err.message) : 'is not a duration'}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `the window of a rate ${err instanceof DomainError ? (err.errors[0]?.message ?? err.message) : 'is not a duration'}`,
+      });
       return z.NEVER;
     }
     if (windowMs < 1 || windowMs > MAX_DURATION_MS) {

@@ -8,16 +8,7 @@ import { body, INT32_MAX, MAX_NAME, name, Priority, Timestamp, TimestampOut } fr
 import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
 import { DomainError } from '../../domain/errors.js';
 import type { JobEvent } from '../../domain/job-history.js';
-import {
-  JOB_STATES,
-  type Job,
-  type LeasedJob,
-  MAX_BATCH,
-  MAX_LEASE_LIMIT,
-  MAX_LEASE_MS,
-  MAX_WAIT_MS,
-  MIN_LEASE_MS,
-} from '../../domain/job.js';
+import { JOB_STATES, type Job, MAX_BATCH } from '../../domain/job.js';
 
 /** A duration string (`30s`, `1h30m`, `PT30S`) read into milliseconds, within [minMs, maxMs]. */
 export function durationString(opts: { minMs: number; maxMs: number; description: string; example: string }) {
@@ -43,7 +34,6 @@ export function durationString(opts: { minMs: number; maxMs: number; description
     })
     .meta({ description: `${opts.description} A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.`, example: opts.example });
 }
-
 
 export const LeaseToken = z
   .uuid({ error: 'expected the leaseToken (a UUID) that POST /jobs/next handed out' })
@@ -130,7 +120,9 @@ export const JobSchema = z
     finishedAt: When.nullable(),
     progress: z.unknown().meta({ description: 'The latest progress a heartbeat reported.' }),
     result: z.unknown(),
-    error: z.unknown().meta({ description: 'The latest error: reported by the worker, or recorded by jobclock (kind lease_expired, timebox, dropped).' }),
+    error: z
+      .unknown()
+      .meta({ description: 'The latest error: reported by the worker, or recorded by jobclock (kind lease_expired, timebox, dropped).' }),
     createdAt: When,
     updatedAt: When,
     traceparent: z
@@ -171,7 +163,6 @@ export const JobSchema = z
     },
   });
 
-
 export type JobDto = z.output<typeof JobSchema>;
 
 /** The API's view of a job. */
@@ -205,7 +196,6 @@ export function jobDto(job: Job): JobDto {
     traceparent: job.traceparent,
   };
 }
-
 
 export const JobListSchema = z
   .object({
@@ -246,7 +236,7 @@ export const CreateJobBody = body(
     submitter: NullableText.meta({ description: 'Who submitted it.' }),
     traceparent: Traceparent.nullable()
       .optional()
-      .meta({ description: 'W3C Trace Context; default: the request\'s traceparent header. Handed to the worker with the lease.' }),
+      .meta({ description: "W3C Trace Context; default: the request's traceparent header. Handed to the worker with the lease." }),
   },
   JOB_READ_ONLY,
 ).meta({
@@ -258,15 +248,17 @@ export type CreateJobInput = z.output<typeof CreateJobBody>;
 
 export const CreateJobBatchBody = z
   .strictObject({
-    jobs: z
-      .array(CreateJobBody)
-      .min(1, 'send at least one job')
-      .max(MAX_BATCH, `at most ${MAX_BATCH} jobs per batch`),
+    jobs: z.array(CreateJobBody).min(1, 'send at least one job').max(MAX_BATCH, `at most ${MAX_BATCH} jobs per batch`),
   })
   .meta({
     id: 'CreateJobBatch',
     description: 'All or nothing: one bad job rejects the batch, its index in the error path (`/jobs/3/type`).',
-    example: { jobs: [{ type: 'mail.send', args: { to: 'ada@example.com' } }, { type: 'mail.send', args: { to: 'alan@example.com' } }] },
+    example: {
+      jobs: [
+        { type: 'mail.send', args: { to: 'ada@example.com' } },
+        { type: 'mail.send', args: { to: 'alan@example.com' } },
+      ],
+    },
   });
 
 export const JobBatchSchema = z.object({ jobs: z.array(JobSchema) }).meta({ id: 'JobBatch' });
@@ -276,7 +268,7 @@ export const JobIdParams = z.strictObject({ id: z.string().meta({ example: '1042
 /** A JSON object whose every member a job's args must contain (PostgreSQL's `@>`). */
 const ArgsContainsObject = z
   .record(z.string(), z.unknown())
-  .meta({ description: 'Jobs whose args contain this JSON object (as PostgreSQL\'s @>).', example: { customer: 42 } });
+  .meta({ description: "Jobs whose args contain this JSON object (as PostgreSQL's @>).", example: { customer: 42 } });
 
 /** In a query string the object comes as JSON text. */
 const ArgsContainsText = z
@@ -296,7 +288,7 @@ const ArgsContainsText = z
     }
     return value as Record<string, unknown>;
   })
-  .meta({ description: 'A JSON object (URL-encoded): jobs whose args contain it, as PostgreSQL\'s @>.', example: '{"customer":42}' });
+  .meta({ description: "A JSON object (URL-encoded): jobs whose args contain it, as PostgreSQL's @>.", example: '{"customer":42}' });
 
 /** The filters of GET /jobs, shared with the bulk actions. */
 const jobFilterShape = {
@@ -327,7 +319,8 @@ export const MAX_BULK = 10_000;
 export const BulkActionBody = z
   .strictObject({
     filter: z.strictObject({ ...jobFilterShape, argsContains: ArgsContainsObject.optional() }).meta({
-      description: 'The GET /jobs filters. Cancel acts on the queued and running jobs among them, retry on the failed, dropped and cancelled ones.',
+      description:
+        'The GET /jobs filters. Cancel acts on the queued and running jobs among them, retry on the failed, dropped and cancelled ones.',
     }),
     limit: z
       .number()

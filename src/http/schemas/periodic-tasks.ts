@@ -59,10 +59,17 @@ const writable = {
     description: '`every <duration> [offset <duration>]`, a cron expression (5 or 6 fields), or a systemd calendar event',
     example: 'every 5m',
   }),
-  timezone: z.string().max(100).meta({ description: 'IANA time zone for cron and calendar schedules (default UTC)', example: 'Europe/Berlin' }),
-  firstRunAt: Timestamp.nullable().meta({ description: 'Interval schedules run at firstRunAt + k·every (k ≥ 0); cron and calendar: no run before it' }),
+  timezone: z
+    .string()
+    .max(100)
+    .meta({ description: 'IANA time zone for cron and calendar schedules (default UTC)', example: 'Europe/Berlin' }),
+  firstRunAt: Timestamp.nullable().meta({
+    description: 'Interval schedules run at firstRunAt + k·every (k ≥ 0); cron and calendar: no run before it',
+  }),
   tolerance: Duration.nullable().meta({ description: 'null: the default min(5s, interval/10)' }),
-  timebox: Duration.nullable().meta({ description: 'null: the default, half the interval (cron/calendar: half the time to the following occurrence)' }),
+  timebox: Duration.nullable().meta({
+    description: 'null: the default, half the interval (cron/calendar: half the time to the following occurrence)',
+  }),
   concurrencyPolicy: Policy,
   misfirePolicy: Misfire,
   catchUpLimit: CatchUpLimit,
@@ -96,7 +103,6 @@ export const TaskPatchBodySchema = body(optionalWritable, readOnly(['id', ...TAS
   description: 'Any writable field; null resets a nullable one (tolerance and timebox to their defaults)',
 });
 
-
 const NullableTimestamp = z.string().nullable();
 
 export const PeriodicTaskSchema = z
@@ -118,9 +124,14 @@ export const PeriodicTaskSchema = z
     concurrencyPolicy: Policy,
     misfirePolicy: Misfire,
     catchUpLimit: z.number().int(),
-    effectiveTolerance: z.string().nullable().meta({ description: 'Read-only: the tolerance in effect for the next run, default included' }),
+    effectiveTolerance: z
+      .string()
+      .nullable()
+      .meta({ description: 'Read-only: the tolerance in effect for the next run, default included' }),
     effectiveTimebox: z.string().nullable().meta({ description: 'Read-only: the timebox in effect for the next run, default included' }),
-    nextRun: NullableTimestamp.meta({ description: 'Read-only: the next scheduled time; null while disabled or when the schedule never fires again' }),
+    nextRun: NullableTimestamp.meta({
+      description: 'Read-only: the next scheduled time; null while disabled or when the schedule never fires again',
+    }),
     lastRun: NullableTimestamp.meta({ description: 'Read-only: when a job of this task last began executing' }),
     worker: z.string().nullable().meta({ description: 'Read-only: the scheduler instance submitting this task right now' }),
     marked: NullableTimestamp.meta({ description: 'Read-only: since when `worker` holds it' }),

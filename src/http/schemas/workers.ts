@@ -10,7 +10,7 @@ import { type LeasedJob, MAX_BATCH, MAX_LEASE_LIMIT, MAX_LEASE_MS, MAX_WAIT_MS, 
 
 export const LeasedJobSchema = JobSchema.extend({
   leaseToken: z.string().meta({ description: 'Carry it in every heartbeat and report of this lease.' }),
-  taskState: z.unknown().meta({ description: "For a job of a periodic task: the state its last run saved (null otherwise)." }),
+  taskState: z.unknown().meta({ description: 'For a job of a periodic task: the state its last run saved (null otherwise).' }),
 }).meta({
   id: 'LeasedJob',
   description: 'A job handed to a worker, with its lease.',
@@ -98,7 +98,11 @@ export const HeartbeatBody = body(
     state: AnyJson('Saved on the periodic task and handed to its next job as taskState.', { cursor: 'msg-1200' }).optional(),
   },
   {},
-).meta({ id: 'Heartbeat', additionalProperties: false, example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', progress: { done: 40, of: 100 } } });
+).meta({
+  id: 'Heartbeat',
+  additionalProperties: false,
+  example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', progress: { done: 40, of: 100 } },
+});
 
 export const HeartbeatResponse = z
   .object({
@@ -118,7 +122,11 @@ export const FinishedBody = body(
     state: AnyJson('Saved on the periodic task and handed to its next job as taskState.', { cursor: 'msg-1200' }).optional(),
   },
   {},
-).meta({ id: 'Finished', additionalProperties: false, example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', result: { sent: true } } });
+).meta({
+  id: 'Finished',
+  additionalProperties: false,
+  example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', result: { sent: true } },
+});
 
 const RetryIn = durationString({
   minMs: 0,
@@ -138,7 +146,7 @@ export const FailedBody = body(
 )
   .check(
     z.superRefine(
-      (b: { error?: unknown } | unknown, ctx) => {
+      (b: unknown, ctx) => {
         if (typeof b === 'object' && b !== null && (b as { error?: unknown }).error === undefined) {
           ctx.addIssue({ code: 'custom', path: ['error'], message: '"error" is required: say what went wrong' });
         }
@@ -167,15 +175,15 @@ const ReportItem = body(
 )
   .meta({ additionalProperties: false })
   .superRefine((r, ctx) => {
-  if (r.outcome === 'finished') {
-    if (r.error !== undefined) ctx.addIssue({ code: 'custom', path: ['error'], message: 'error belongs to outcome "failed"' });
-    if (r.retryIn !== undefined) ctx.addIssue({ code: 'custom', path: ['retryIn'], message: 'retryIn belongs to outcome "failed"' });
-  } else {
-    // as POST /jobs/{id}/failed requires it
-    if (r.error === undefined) ctx.addIssue({ code: 'custom', path: ['error'], message: '"error" is required for outcome "failed"' });
-    if (r.result !== undefined) ctx.addIssue({ code: 'custom', path: ['result'], message: 'result belongs to outcome "finished"' });
-  }
-});
+    if (r.outcome === 'finished') {
+      if (r.error !== undefined) ctx.addIssue({ code: 'custom', path: ['error'], message: 'error belongs to outcome "failed"' });
+      if (r.retryIn !== undefined) ctx.addIssue({ code: 'custom', path: ['retryIn'], message: 'retryIn belongs to outcome "failed"' });
+    } else {
+      // as POST /jobs/{id}/failed requires it
+      if (r.error === undefined) ctx.addIssue({ code: 'custom', path: ['error'], message: '"error" is required for outcome "failed"' });
+      if (r.result !== undefined) ctx.addIssue({ code: 'custom', path: ['result'], message: 'result belongs to outcome "finished"' });
+    }
+  });
 
 export const ReportsBody = z
   .strictObject({
@@ -183,7 +191,9 @@ export const ReportsBody = z
     returnJobs: z
       .boolean()
       .optional()
-      .meta({ description: 'true: each 200 result carries the job after the report (`job`). Default false: id and status only, which is cheaper.' }),
+      .meta({
+        description: 'true: each 200 result carries the job after the report (`job`). Default false: id and status only, which is cheaper.',
+      }),
   })
   .meta({
     id: 'Reports',
@@ -210,5 +220,10 @@ export const ReportsResponse = z
   })
   .meta({
     id: 'ReportsResponse',
-    example: { results: [{ id: '1042', status: 200 }, { id: '1043', status: 409, detail: 'the lease was lost' }] },
+    example: {
+      results: [
+        { id: '1042', status: 200 },
+        { id: '1043', status: 409, detail: 'the lease was lost' },
+      ],
+    },
   });

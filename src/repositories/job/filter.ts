@@ -41,9 +41,7 @@ export function filtered(db: Executor, f: JobFilter) {
   if (f.argsContains !== undefined) q = q.where(sql<boolean>`args @> ${JSON.stringify(f.argsContains)}::jsonb`);
   if (f.q !== undefined && f.q !== '') {
     const p = likePattern(f.q);
-    q = q.where(
-      sql<boolean>`(args::text ILIKE ${p} ESCAPE '\\' OR subject ILIKE ${p} ESCAPE '\\' OR error::text ILIKE ${p} ESCAPE '\\')`,
-    );
+    q = q.where(sql<boolean>`(args::text ILIKE ${p} ESCAPE '\\' OR subject ILIKE ${p} ESCAPE '\\' OR error::text ILIKE ${p} ESCAPE '\\')`);
   }
   return q;
 }

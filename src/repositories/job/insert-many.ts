@@ -38,11 +38,16 @@ export async function jobInsertMany(db: Executor, jobs: readonly JobInsertRow[],
   );
   const values = { input, now };
   if (!jobs.some((j) => j.uniqueKey !== null)) {
-    const rows = await compiledOnce(db, 'insert-many', values, (v) => sql<{ id: number }>`
+    const rows = await compiledOnce(
+      db,
+      'insert-many',
+      values,
+      (v) => sql<{ id: number }>`
       INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
       SELECT type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, ${v.now}::timestamptz, ${v.now}::timestamptz
       FROM jsonb_to_recordset(${v.input}::jsonb) AS ${INSERT_RECORD}
-      RETURNING id`);
+      RETURNING id`,
+    );
     if (rows.length !== jobs.length) throw new Error(`inserted ${rows.length} of ${jobs.length} jobs`);
     const ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
     return jobs.map((j, i) => insertedJob(j, ids[i]!, now));

@@ -65,11 +65,16 @@ export async function jobInsert(db: Executor, j: JobInsertRow, now: Date): Promi
     traceparent: j.traceparent,
     now,
   };
-  const rows = await compiledOnce(db, unique ? 'insert+unique' : 'insert', values, (v) => sql<{ id: number }>`
+  const rows = await compiledOnce(
+    db,
+    unique ? 'insert+unique' : 'insert',
+    values,
+    (v) => sql<{ id: number }>`
     INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
     VALUES (${v.type}, ${v.group}, ${v.args}::jsonb, ${v.subject}, ${v.submitter}, ${v.priority}, ${v.runAt}, ${v.maxAttempts},
             ${v.uniqueKey}, ${v.timebox}, ${v.traceparent}, ${v.now}, ${v.now})
     ${unique ? ON_UNIQUE_KEY_CONFLICT : sql``}
-    RETURNING id`);
+    RETURNING id`,
+  );
   return rows[0] ? insertedJob(j, rows[0].id, now) : null;
 }

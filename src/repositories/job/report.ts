@@ -103,7 +103,9 @@ export async function jobReport(
         )
       : sql`coalesce(u.periodic_task_id, j.periodic_task_id) AS periodic_task_id, coalesce(u.attempts, j.attempts) AS attempts,
             coalesce(u.type, j.type) AS type`;
-    const returning = withJobs ? jobCols('j') : sql`j.id, j.type, j.state, j.periodic_task_id, j.attempts, j.run_at, j.worker, j.started_at, j.error`;
+    const returning = withJobs
+      ? jobCols('j')
+      : sql`j.id, j.type, j.state, j.periodic_task_id, j.attempts, j.run_at, j.worker, j.started_at, j.error`;
     const accepted = (a: string) =>
       sql`(${sql.ref(`${a}.state`)} = 'cancelled' OR (i.outcome = 'finished' AND ${sql.ref(`${a}.state`)} = 'finished')
            OR (i.outcome = 'failed' AND ${sql.ref(`${a}.state`)} IN ('queued', 'failed')))`;

@@ -17,7 +17,6 @@ export interface TaskSubmission {
   runTolerance: number | null;
 }
 
-
 /** Inserts one job for a task, reading its type, group, args and so on from the task row, and returns it whole (trigger). */
 export async function jobSubmitForTask(db: Executor, item: TaskSubmission, now: Date): Promise<Job | null> {
   const { rows } = await sql<JobRow>`

@@ -11,7 +11,12 @@ const isoOf = (d: Date | null): string | null => (d === null ? null : d.toISOStr
  * task row; a slot that has a job already gets none (the unique (task, slot) key). Returns the jobs
  * inserted, in slot order.
  */
-export async function jobSubmitSlots(db: Executor, taskId: string, items: readonly Omit<TaskSubmission, 'taskId'>[], now: Date): Promise<Job[]> {
+export async function jobSubmitSlots(
+  db: Executor,
+  taskId: string,
+  items: readonly Omit<TaskSubmission, 'taskId'>[],
+  now: Date,
+): Promise<Job[]> {
   if (items.length === 0) return [];
   const { rows } = await sql<JobRow>`
     INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
