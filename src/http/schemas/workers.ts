@@ -188,12 +188,9 @@ const ReportItem = body(
 export const ReportsBody = z
   .strictObject({
     reports: z.array(ReportItem).min(1, 'send at least one report').max(MAX_BATCH, `at most ${MAX_BATCH} reports per request`),
-    returnJobs: z
-      .boolean()
-      .optional()
-      .meta({
-        description: 'true: each 200 result carries the job after the report (`job`). Default false: id and status only, which is cheaper.',
-      }),
+    returnJobs: z.boolean().optional().meta({
+      description: 'true: each 200 result carries the job after the report (`job`). Default false: id and status only, which is cheaper.',
+    }),
   })
   .meta({
     id: 'Reports',
