@@ -137,6 +137,7 @@ export function summarize(
   ]);
   rate('d.pgboss12ins', '(d) pg-boss 12 insert() of 1000, 1 caller', 'jobs/s');
   rate('d.raw', '(d) raw multi-row INSERT of 1000, 1 conn', 'jobs/s');
+  rate('d.sql', '(d) SELECT jobclock_add_jobs of 1000, 1 conn', 'jobs/s', [{ key: 'd.raw', label: 'raw INSERT', min: 0.5 }]);
 
   // Wake latency: percentiles over all samples of all rounds; the p50 ratio within each round.
   const latency = (key: string, label: string, vs?: string) => {
@@ -287,6 +288,7 @@ const CPU_ROWS: [key: string, label: string][] = [
   ['d.batch', '(d) POST /jobs/batch'],
   ['d.pgboss12ins', '(d) pg-boss 12 insert() of 1000'],
   ['d.raw', '(d) raw multi-row INSERT'],
+  ['d.sql', '(d) SELECT jobclock_add_jobs'],
 ];
 const CPU_SIDES = ['main', 'jobclock', 'helpers', 'postgres', 'total'] as const;
 

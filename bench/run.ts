@@ -17,7 +17,7 @@ import { JobclockHost } from './lib/jobclock.js';
 import { BenchServer } from './lib/postgres.js';
 import { fmt } from './lib/stats.js';
 import { Templates } from './lib/templates.js';
-import { pgBoss12Insert, pgBoss12Send, postBatch, postJobs, rawInsert } from './measure/enqueue.js';
+import { pgBoss12Insert, pgBoss12Send, postBatch, postJobs, rawInsert, sqlAddJobs } from './measure/enqueue.js';
 import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
 import { burstTasks, lateness, schedulerBurst, sqlBurst } from './measure/scheduler.js';
 import { jobclockLease100, slimLease100 } from './measure/lease-statement.js';
@@ -80,6 +80,7 @@ const UNITS: Unit[] = [
   postBatch,
   pgBoss12Insert,
   rawInsert,
+  sqlAddJobs,
   jobclockWake,
   rawWake,
   idleWaiters,

@@ -116,6 +116,32 @@ export const rawInsert: Unit = {
   },
 };
 
+/**
+ * The same 1000 jobs per statement through jobclock's SQL function, as an application adds them
+ * inside its own transaction: `SELECT jobclock_add_jobs($1)` (validation included), one connection.
+ */
+export const sqlAddJobs: Unit = {
+  key: 'd.sql',
+  guardMs: (ctx) => timeboxMs(ctx) + 45_000,
+  async run(ctx) {
+    const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
+    const client = await db.client('bench-sql-add-jobs');
+    try {
+      const batches = Math.ceil(batchJobs(ctx) / BATCH);
+      await db.settle();
+      const { done, ms, cpu } = await loops(ctx, 1, batches, timeboxMs(ctx), async (b) => {
+        const jobs = Array.from({ length: BATCH }, (_, k) => ({ type: 'bench', args: { n: b * BATCH + k } }));
+        const res = await client.query('select count(*)::int as n from jobclock_add_jobs($1::jsonb)', [JSON.stringify(jobs)]);
+        return (res.rows[0] as { n: number }).n;
+      });
+      return rate(done, ms, batches * BATCH, cpu);
+    } finally {
+      await client.end();
+      await db.retire();
+    }
+  },
+};
+
 /** pg-boss 12: 8 loops of send(), or one caller inserting 1000 jobs per insert(). */
 function pgBoss12Enqueue(key: string, how: 'send' | 'insert'): Unit {
   return {
