@@ -52,9 +52,9 @@ export interface DbOptions {
 
 /**
  * How `poolSize` connections are split: two thirds (rounded) to the worker protocol, whose short
- * statements arrive from every worker at once (with half, batched workers queued for connections:
- * 1.49× pg-boss in the benchmark against 1.71× with two thirds), the rest (at least one) to
- * everything else: the scheduler's two lanes, the reaper, search and management.
+ * statements arrive from every worker at once (with half, batched workers queued for connections;
+ * bench/README.md has the figures), the rest (at least one) to everything else: the scheduler's two
+ * lanes, the loops, search and management.
  */
 export function poolSplit(poolSize: number): { protocol: number; general: number } {
   const size = Math.max(2, Math.floor(poolSize));

@@ -11,7 +11,7 @@ export interface WaitRequest {
   limit: number;
   waitMs: number;
   attempt: LeaseAttempt;
-  /** The hub's sequence() before the caller's own first attempt: a wake-up since then is not lost. */
+  /** JobWaiters.sequence() before the caller's own first attempt: a wake-up since then is not lost. */
   seenSequence: number;
   signal?: AbortSignal | undefined;
 }
@@ -33,7 +33,7 @@ interface Group {
   active: number;
 }
 
-export interface WaiterHubOptions {
+export interface JobWaitersOptions {
   clock: Clock;
   logger: Logger;
   /** The earliest run_at of a queued job after `now` (one query, shared by every waiter). */
@@ -74,7 +74,7 @@ export class JobWaiters {
   /** Counters for tests and benchmarks. */
   readonly stats = { wakeups: 0, attempts: 0, earliestQueries: 0 };
 
-  constructor(private readonly options: WaiterHubOptions) {
+  constructor(private readonly options: JobWaitersOptions) {
     this.maxActive = options.maxActivePerGroup ?? 4;
     this.maxSleepMs = options.maxSleepMs ?? 60_000;
   }
@@ -110,7 +110,7 @@ export class JobWaiters {
 
   /**
    * Waits for jobs: resolves with the jobs one of its attempts leased, or [] when `waitMs` passes,
-   * the signal aborts or the hub shuts down.
+   * the signal aborts or the waiters shut down.
    */
   wait(req: WaitRequest): Promise<LeasedJob[]> {
     if (this.stopped || req.waitMs <= 0 || req.signal?.aborted) return Promise.resolve([]);

@@ -1,3 +1,10 @@
+/**
+ * One-shot jobs: producers (create), reading and managing (get, list, patch, cancel, retry, bulk,
+ * history, explain) and the worker protocol (lease, heartbeat, report). One class of ~500 lines on
+ * purpose: these share the group committers of inserts and reports, the lease combiner and the
+ * long-poll waiters, whose state must be one per instance; what is not shared lives beside it
+ * (batch-committer.ts, lease-combiner.ts, job-waiters.ts, and the pure rules in src/domain).
+ */
 import { isDeadlock } from '../db/database.js';
 import { type Executor, withTransaction } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';

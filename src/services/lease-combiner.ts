@@ -23,8 +23,7 @@ export interface CombinerOptions {
   /**
    * An ask of at least this many jobs is claimed on its own at once, outside the queue and the
    * in-flight limit: it fills a statement by itself, so combining it saves little, while making
-   * several such workers wait for one large claim on one backend (measured: batched workers went
-   * from ~1.2× to ~1.8–2× pg-boss in the benchmark when their claims could overlap).
+   * several such workers wait for one large claim on one backend (bench/README.md has the figures).
    */
   soloLimit?: number;
 }
@@ -50,7 +49,7 @@ export function filterKey(filter: LeaseFilter): string {
 
 /**
  * Lease requests that arrive together share one claim statement, as reports share one in the
- * ReportCompleter: a request arriving while no claim for its filter is in flight is claimed at once
+ * BatchCommitter: a request arriving while no claim for its filter is in flight is claimed at once
  * (next turn of the event loop, with whatever arrived in the same turn); requests arriving while
  * claims run queue up and go out together in the next one. Each request gets its own slots (its
  * worker name and lease length per job) and the jobs that filled them, oldest request first.
