@@ -1,24 +1,18 @@
 /** Flow control through the real server and database: pause, concurrency and rate per type and per group. */
 import request from 'supertest';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { bearer, createTestStack, type TestStack, TOKENS } from '../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { sleep } from '../support/wait.js';
+import { type TestDatabase } from '../support/db.js';
+import { sleep, until } from '../support/wait.js';
+import { useTestStack } from '../support/fixture.js';
 
 const admin = bearer('admin');
 let tdb: TestDatabase;
 let stack: TestStack;
 
-beforeAll(async () => {
-  tdb = await createTestDatabase(12);
-  stack = await createTestStack({ db: tdb.db, tokens: TOKENS });
-});
-afterAll(async () => {
-  await stack?.close();
-  await tdb?.destroy();
-});
+useTestStack({ tokens: TOKENS, poolSize: 12 }, (f) => ({ tdb, stack } = f));
 beforeEach(async () => {
   for (const t of ['job', 'flow_policy', 'flow_slot', 'flow_token', 'job_event']) await tdb.db.pool.query(`DELETE FROM ${t}`);
 });
@@ -100,9 +94,11 @@ describe('pause', () => {
     await api().patch('/types/video.encode', { paused: true });
     expect(await lease(['video.encode'])).toEqual([]);
     expect((await finish(first!)).status).toBe(200);
-    const waiting = api().post('/jobs/next', { worker: 'w', types: ['video.encode'], wait: '10s' });
+    const waiting = api()
+      .post('/jobs/next', { worker: 'w', types: ['video.encode'], wait: '10s' })
+      .then((r) => r); // sent now, not when awaited
+    await until(() => stack.services.jobs.waiters.size === 1, 'the long-poll waiting');
     const t0 = Date.now();
-    await sleep(200);
     await api().patch('/types/video.encode', { paused: false });
     const res = await waiting;
     expect(res.status).toBe(200);
@@ -255,7 +251,7 @@ describe('a long-poll under a rate limit', () => {
     await createJobs(2, { type: 'paced' });
     expect(await lease(['paced'])).toHaveLength(1);
     const t0 = Date.now();
-    const res = await api().post('/jobs/next', { worker: 'w', types: ['paced'], wait: '10s' });
+    const res = await api().post('/jobs/next', { worker: 'w', types: ['paced'], wait: '10s' }); // waits for the token
     expect(res.status).toBe(200);
     expect(Date.now() - t0).toBeLessThan(2_500);
   });

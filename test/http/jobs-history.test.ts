@@ -1,11 +1,12 @@
 /** A job's history (GET /jobs/{id}/events), search by args and creation time, and the bulk actions. */
 import request from 'supertest';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { bearer, TOKENS } from '../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { type JobsApi, jobsApi } from './jobs-support.js';
+import { type TestDatabase } from '../support/db.js';
+import { type JobsApi } from './jobs-support.js';
+import { useJobsApi } from '../support/fixture.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const clock = new ManualClock(T0);
@@ -14,14 +15,7 @@ const admin = bearer('admin');
 let tdb: TestDatabase;
 let api: JobsApi;
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  api = await jobsApi({ db: tdb.db, clock, tokens: TOKENS });
-});
-afterAll(async () => {
-  await api?.stack.close();
-  await tdb?.destroy();
-});
+useJobsApi({ clock, tokens: TOKENS }, (f) => ({ tdb, api } = f));
 beforeEach(async () => {
   clock.set(T0);
   await tdb.db.pool.query('DELETE FROM job');

@@ -5,10 +5,11 @@
  */
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { type TestDatabase } from '../support/db.js';
 import { insertTask, insertTaskJob, type JobsApi, jobsApi, taskRow } from './jobs-support.js';
+import { useJobsApi } from '../support/fixture.js';
 
 const T = Date.parse('2026-11-20T00:00:00.000Z');
 /** Nuntium's clock: `t('01:35')` is 1 min 35 s after the start. */
@@ -22,9 +23,8 @@ let api: JobsApi;
 const clock = new ManualClock(T);
 const logs: Record<string, unknown>[] = [];
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  api = await jobsApi({ db: tdb.db, clock });
+useJobsApi({ clock }, (f) => {
+  ({ tdb, api } = f);
   const sink = new Writable({
     write(chunk, _enc, done) {
       logs.push(JSON.parse(String(chunk)));
@@ -32,10 +32,6 @@ beforeAll(async () => {
     },
   });
   api.stack.ctx.logger = pino({ level: 'info' }, sink);
-});
-afterAll(async () => {
-  await api?.stack.close();
-  await tdb?.destroy();
 });
 beforeEach(async () => {
   clock.set(T);

@@ -1,9 +1,10 @@
 /** The worker protocol over HTTP with a controlled clock: lease, heartbeat, finished, failed, reports. */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { holdingJobTable, insertTask, insertTaskJob, type JobsApi, jobsApi, until } from './jobs-support.js';
+import { type TestDatabase } from '../support/db.js';
+import { holdingJobTable, insertTask, insertTaskJob, type JobsApi, until } from './jobs-support.js';
+import { useJobsApi } from '../support/fixture.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
@@ -15,15 +16,10 @@ let api: JobsApi;
 let reaper: LeaseReaper;
 const clock = new ManualClock(T0);
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  api = await jobsApi({ db: tdb.db, clock });
+useJobsApi({ clock }, (f) => {
+  ({ tdb, api } = f);
   api.stack.services.jobs.random = () => 0.5; // backoff without jitter: exactly 2^attempts s
   reaper = new LeaseReaper(api.stack.ctx);
-});
-afterAll(async () => {
-  await api?.stack.close();
-  await tdb?.destroy();
 });
 beforeEach(async () => {
   clock.set(T0);

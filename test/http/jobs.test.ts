@@ -2,8 +2,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { bearer, TOKENS } from '../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { type TestDatabase } from '../support/db.js';
 import { holdingJobTable, insertTask, insertTaskJob, type JobsApi, jobsApi, until } from './jobs-support.js';
+import { useJobsApi } from '../support/fixture.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const API_FIELDS = [
@@ -37,14 +38,7 @@ let tdb: TestDatabase;
 let api: JobsApi;
 const clock = new ManualClock(T0);
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  api = await jobsApi({ db: tdb.db, clock });
-});
-afterAll(async () => {
-  await api?.stack.close();
-  await tdb?.destroy();
-});
+useJobsApi({ clock }, (f) => ({ tdb, api } = f));
 beforeEach(async () => {
   clock.set(T0);
   await tdb.db.pool.query('DELETE FROM job');

@@ -1,10 +1,11 @@
 /** GET /metrics (Prometheus) and GET /stats/throughput, after a known sequence of jobs. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { PeriodicScheduler } from '../../src/scheduler/periodic-scheduler.js';
 import { bearer, TOKENS } from '../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { type JobsApi, jobsApi } from './jobs-support.js';
+import { type TestDatabase } from '../support/db.js';
+import { type JobsApi } from './jobs-support.js';
+import { useJobsApi } from '../support/fixture.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const clock = new ManualClock(T0);
@@ -13,14 +14,7 @@ const admin = bearer('admin');
 let tdb: TestDatabase;
 let api: JobsApi;
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  api = await jobsApi({ db: tdb.db, clock, tokens: TOKENS });
-});
-afterAll(async () => {
-  await api?.stack.close();
-  await tdb?.destroy();
-});
+useJobsApi({ clock, tokens: TOKENS }, (f) => ({ tdb, api } = f));
 
 /** The value of one series in the exposition text, or undefined. */
 function series(text: string, name: string, labels: Record<string, string> = {}): number | undefined {

@@ -2,7 +2,8 @@ import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createTestStack, type TestStack } from '../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { type TestDatabase } from '../support/db.js';
+import { useTestStack } from '../support/fixture.js';
 
 const T0 = '2026-11-20T00:00:00.000Z';
 let tdb: TestDatabase;
@@ -12,14 +13,7 @@ const clock = new ManualClock(T0);
 const api = () => request(stack.app.server);
 const create = (body: Record<string, unknown>) => api().post('/periodic-tasks').send(body);
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  stack = await createTestStack({ db: tdb.db, clock, listen: false });
-});
-afterAll(async () => {
-  await stack?.close();
-  await tdb?.destroy();
-});
+useTestStack({ clock, listen: false }, (f) => ({ tdb, stack } = f));
 beforeEach(async () => {
   clock.set(T0);
   await tdb.db.pool.query('delete from job');

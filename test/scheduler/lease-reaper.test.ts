@@ -1,15 +1,16 @@
 /** The LeaseReaper (expired leases, deadlines past their grace) and the RetentionCleaner — driven by tick(now). */
 import { once } from 'node:events';
 import pino from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createDb } from '../../src/db/database.js';
 import { jobFindOverdue, jobReap } from '../../src/repositories/jobs.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { RetentionCleaner } from '../../src/scheduler/retention-cleaner.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { type TestDatabase } from '../support/db.js';
 import { type JobsApi, jobsApi } from '../http/jobs-support.js';
 import { sleep } from '../support/wait.js';
+import { useJobsApi } from '../support/fixture.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms);
@@ -20,14 +21,9 @@ let api: JobsApi;
 let reaper: LeaseReaper;
 const clock = new ManualClock(T0);
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  api = await jobsApi({ db: tdb.db, clock, retentionMs: DAY });
+useJobsApi({ clock, retentionMs: DAY }, (f) => {
+  ({ tdb, api } = f);
   reaper = new LeaseReaper(api.stack.ctx);
-});
-afterAll(async () => {
-  await api?.stack.close();
-  await tdb?.destroy();
 });
 beforeEach(async () => {
   clock.set(T0);

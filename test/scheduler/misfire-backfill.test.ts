@@ -1,10 +1,11 @@
 /** Missed runs by misfirePolicy through the scheduler, and POST /periodic-tasks/{id}/backfill. */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { PeriodicScheduler } from '../../src/scheduler/periodic-scheduler.js';
 import { bearer, createTestStack, TOKENS } from '../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { type JobsApi, jobsApi } from '../http/jobs-support.js';
+import { type TestDatabase } from '../support/db.js';
+import { type JobsApi } from '../http/jobs-support.js';
+import { useJobsApi } from '../support/fixture.js';
 
 const T0 = '2026-11-20T00:00:00.000Z';
 const MIN = 60_000;
@@ -14,14 +15,7 @@ const admin = bearer('admin');
 let tdb: TestDatabase;
 let api: JobsApi;
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  api = await jobsApi({ db: tdb.db, clock, tokens: TOKENS });
-});
-afterAll(async () => {
-  await api?.stack.close();
-  await tdb?.destroy();
-});
+useJobsApi({ clock, tokens: TOKENS }, (f) => ({ tdb, api } = f));
 beforeEach(async () => {
   clock.set(T0);
   await tdb.db.pool.query('DELETE FROM job');

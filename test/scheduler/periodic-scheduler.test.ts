@@ -1,11 +1,12 @@
 import request from 'supertest';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { PeriodicScheduler } from '../../src/scheduler/periodic-scheduler.js';
 import type { JobRow } from '../../src/repositories/jobs.js';
 import type { TaskCreateInput } from '../../src/services/periodic-tasks.js';
-import { createTestStack, type TestStack } from '../support/app.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { type TestStack } from '../support/app.js';
+import { type TestDatabase } from '../support/db.js';
+import { useTestStack } from '../support/fixture.js';
 
 const T0 = '2026-11-20T00:00:00.000Z';
 const at = (iso: string) => new Date(iso);
@@ -54,14 +55,9 @@ async function taskRow(id: string) {
 const createTask = (input: Partial<TaskCreateInput> & { id: string }) =>
   stack.services.tasks.create({ task: 'work', schedule: 'every 1m', ...input });
 
-beforeAll(async () => {
-  tdb = await createTestDatabase();
-  stack = await createTestStack({ db: tdb.db, clock, listen: false, instanceId: 'instance-a' });
+useTestStack({ clock, listen: false, instanceId: 'instance-a' }, (f) => {
+  ({ tdb, stack } = f);
   scheduler = new PeriodicScheduler(stack.ctx);
-});
-afterAll(async () => {
-  await stack?.close();
-  await tdb?.destroy();
 });
 beforeEach(async () => {
   clock.set(T0);

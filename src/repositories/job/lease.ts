@@ -71,7 +71,11 @@ export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResul
     const byGroupSql = byGroup ? sql`AND group_ = ANY(${v.groups}::text[])` : sql``;
     // Flow control: jobs of a paused type or group, or of one whose limit has no permit free (as of
     // this statement's snapshot), are not candidates. Without policies both arrays are empty.
-    const open = sql`type <> ALL((SELECT b.types FROM blocked_keys b)::text[]) AND group_ <> ALL((SELECT b.groups FROM blocked_keys b)::text[])`;
+    // In a CASE, so the planner keeps its estimate of how many rows pass: for `type <> ALL(array)`
+    // (what NOT (= ANY) becomes) with an array unknown at planning time it estimated almost none,
+    // and sorted the whole runnable queue instead of walking the lease index to its LIMIT.
+    const open = sql`CASE WHEN cardinality((SELECT b.types FROM blocked_keys b)) + cardinality((SELECT b.groups FROM blocked_keys b)) = 0 THEN true
+      ELSE NOT (type = ANY((SELECT b.types FROM blocked_keys b)::text[]) OR group_ = ANY((SELECT b.groups FROM blocked_keys b)::text[])) END`;
     // runnable at millisecond precision, the precision of jobclock's clock and API: a job inserted
     // by SQL with run_at = now() (microseconds) is runnable within the millisecond it names
     const runnable = sql`state = 'queued' AND run_at < ${now} + interval '1 millisecond' ${byGroupSql} AND ${open}`;
