@@ -1,7 +1,7 @@
 import { reapDecision } from '../domain/job.js';
 import { jobFindOverdue, jobReap, type ReapAction } from '../repositories/jobs.js';
 import type { ServiceContext } from '../services/context.js';
-import { Loop } from './loop.js';
+import { Loop, LoopService } from './loop.js';
 
 export interface ReaperOptions {
   /** Time between ticks (default 1 s: an expired lease is leasable again within ~1 s). */
@@ -20,8 +20,8 @@ export interface TickResult {
  * Requeues or fails jobs whose lease expired, and fails jobs past deadline + grace with a timebox
  * error. Safe with any number of instances: every change is a compare-and-set on the lease token.
  */
-export class LeaseReaper {
-  private readonly loop: Loop;
+export class LeaseReaper extends LoopService {
+  protected readonly loop: Loop;
   private readonly intervalMs: number;
   private readonly batchSize: number;
 
@@ -29,6 +29,7 @@ export class LeaseReaper {
     readonly ctx: ServiceContext,
     options: ReaperOptions = {},
   ) {
+    super();
     this.intervalMs = options.intervalMs ?? 1_000;
     this.batchSize = options.batchSize ?? 1_000;
     this.loop = new Loop({
@@ -41,19 +42,6 @@ export class LeaseReaper {
       },
       failureBackoff: { initialMs: this.intervalMs, maxMs: this.intervalMs },
     });
-  }
-
-  /** The loop's events (step, failed, sleep, stopped), for tests to await. */
-  get events() {
-    return this.loop.events;
-  }
-
-  start(): void {
-    this.loop.start();
-  }
-
-  async stop(): Promise<void> {
-    await this.loop.stop();
   }
 
   /** One pass at `now` over the running jobs that are overdue. */

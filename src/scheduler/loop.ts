@@ -144,3 +144,21 @@ export class Loop {
     });
   }
 }
+
+/** A background service that is one Loop: its start, stop and events are the loop's. */
+export abstract class LoopService {
+  protected abstract readonly loop: Loop;
+
+  /** The loop's events (step, failed, sleep, stopped), for tests to await. */
+  get events(): EventEmitter<LoopEvents> {
+    return this.loop.events;
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+  }
+}

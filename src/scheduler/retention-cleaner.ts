@@ -1,6 +1,6 @@
 import { jobDeleteOld } from '../repositories/jobs.js';
 import type { ServiceContext } from '../services/context.js';
-import { Loop } from './loop.js';
+import { Loop, LoopService } from './loop.js';
 
 export interface CleanerOptions {
   /** Time between sweeps (default 1 min). */
@@ -17,8 +17,8 @@ export interface CleanerOptions {
  * loop, apart from the LeaseReaper's second-by-second one: a large sweep must not delay the
  * requeueing of expired leases.
  */
-export class RetentionCleaner {
-  private readonly loop: Loop;
+export class RetentionCleaner extends LoopService {
+  protected readonly loop: Loop;
   private readonly everyMs: number;
   private readonly batchSize: number;
   private readonly maxBatches: number;
@@ -27,6 +27,7 @@ export class RetentionCleaner {
     readonly ctx: ServiceContext,
     options: CleanerOptions = {},
   ) {
+    super();
     this.everyMs = options.everyMs ?? 60_000;
     this.batchSize = options.batchSize ?? 1_000;
     this.maxBatches = options.maxBatches ?? 20;
@@ -40,19 +41,6 @@ export class RetentionCleaner {
       },
       failureBackoff: { initialMs: 1_000, maxMs: this.everyMs },
     });
-  }
-
-  /** The loop's events (step, failed, sleep, stopped), for tests to await. */
-  get events() {
-    return this.loop.events;
-  }
-
-  start(): void {
-    this.loop.start();
-  }
-
-  async stop(): Promise<void> {
-    await this.loop.stop();
   }
 
   /** One sweep at `now`: returns how many jobs it deleted. */

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import { filtered, type JobFilter } from './filter.js';
+import { cancelEvents, cancelSet } from './sql.js';
 
 /**
  * Cancels up to `limit` queued or running jobs the filter selects, in one statement (the caller
@@ -16,23 +17,13 @@ export async function jobCancelMatching(db: Executor, f: JobFilter, limit: numbe
     .forUpdate()
     .skipLocked();
   const { rows } = await sql<{ n: number }>`
-    WITH picked AS MATERIALIZED (${picked}),
+    WITH old AS MATERIALIZED (${picked}),
     upd AS (
-      UPDATE job j SET
-        state = 'cancelled',
-        lease_token = CASE WHEN j.state = 'running' THEN j.lease_token ELSE NULL END,
-        lease_expires_at = NULL,
-        finished_at = ${now},
-        updated_at = ${now}
-      FROM picked p WHERE j.id = p.id
+      UPDATE job j SET ${cancelSet(now)}
+      FROM old WHERE j.id = old.id
       RETURNING j.id
     ),
-    events AS (
-      INSERT INTO job_event (job_id, at, kind, attempt, worker, actor, detail)
-      SELECT p.id, ${now}, 'cancelled', CASE WHEN p.state = 'running' THEN p.attempts END,
-             CASE WHEN p.state = 'running' THEN p.worker END, ${actor}, jsonb_build_object('from', p.state, 'bulk', true)
-      FROM picked p
-    )
+    events AS (${cancelEvents(now, actor, sql`jsonb_build_object('from', old.state, 'bulk', true)`)})
     SELECT count(*)::int AS n FROM upd`.execute(db.kysely);
   return rows[0]?.n ?? 0;
 }

@@ -1,16 +1,10 @@
+import type { JobEvent } from '../../domain/job-history.js';
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import { isJobId } from './row.js';
 
 /** A stored entry of a job's history (see migration 0005 for what is stored and what is read from the row). */
-export interface JobEventRow {
-  at: Date;
-  kind: string;
-  attempt: number | null;
-  worker: string | null;
-  actor: string | null;
-  detail: unknown;
-}
+export type JobEventRow = JobEvent;
 
 /** The stored history of a job, oldest first. */
 export async function jobEventRows(db: Executor, id: string): Promise<JobEventRow[]> {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import { filtered, type JobFilter } from './filter.js';
-import { JOBS_CHANNEL } from './sql.js';
+import { JOBS_CHANNEL, retryEvents, retrySet } from './sql.js';
 
 /**
  * Queues again up to `limit` failed, dropped or cancelled jobs the filter selects that hold no
@@ -18,20 +18,13 @@ export async function jobRetryMatching(db: Executor, f: JobFilter, limit: number
     .forUpdate()
     .skipLocked();
   const { rows } = await sql<{ n: number }>`
-    WITH picked AS MATERIALIZED (${picked}),
+    WITH old AS MATERIALIZED (${picked}),
     upd AS (
-      UPDATE job j SET
-        state = 'queued', run_at = ${now}, attempts = 0, worker = NULL, lease_token = NULL, lease_expires_at = NULL,
-        lease_duration = NULL, started_at = NULL, deadline = NULL, finished_at = NULL, progress = NULL, result = NULL,
-        updated_at = ${now}
-      FROM picked p WHERE j.id = p.id
+      UPDATE job j SET ${retrySet(now)}
+      FROM old WHERE j.id = old.id
       RETURNING j.id
     ),
-    events AS (
-      INSERT INTO job_event (job_id, at, kind, actor, detail)
-      SELECT p.id, ${now}, 'retried', ${actor}, jsonb_strip_nulls(jsonb_build_object('from', p.state, 'error', p.error, 'bulk', true))
-      FROM picked p
-    ),
+    events AS (${retryEvents(now, actor, true)}),
     notify AS (SELECT pg_notify(${JOBS_CHANNEL}, '') FROM upd LIMIT 1)
     SELECT count(*)::int AS n, (SELECT count(*) FROM notify) AS notified FROM upd`.execute(db.kysely);
   return rows[0]?.n ?? 0;

@@ -11,3 +11,34 @@ export const withinGrace = (alias: string, now: Date) =>
 export const iso = (expr: RawBuilder<unknown>) => sql`to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 export const OPEN = sql`('queued', 'running')`;
 export const JOBS_CHANNEL = sql.lit(CHANNELS.jobs);
+
+/**
+ * What cancelling does to a job row (`j`), for cancel and bulk cancel: a running job keeps its lease
+ * token, so its worker's next heartbeat answers cancel: true and its report is accepted.
+ */
+export const cancelSet = (now: Date) => sql`
+  state = 'cancelled',
+  lease_token = CASE WHEN j.state = 'running' THEN j.lease_token ELSE NULL END,
+  lease_expires_at = NULL,
+  finished_at = ${now},
+  updated_at = ${now}`;
+
+/** The history entry of a cancel, from the rows of `old` (id, state, attempts, worker) that `upd` changed. */
+export const cancelEvents = (now: Date, actor: string | null, detail: RawBuilder<unknown>) => sql`
+  INSERT INTO job_event (job_id, at, kind, attempt, worker, actor, detail)
+  SELECT old.id, ${now}, 'cancelled', CASE WHEN old.state = 'running' THEN old.attempts END,
+         CASE WHEN old.state = 'running' THEN old.worker END, ${actor}, ${detail}
+  FROM old JOIN upd u ON u.id = old.id`;
+
+/** What retrying does to a job row: queued, runnable at `now`, attempts from 0, the last run's traces gone. */
+export const retrySet = (now: Date) => sql`
+  state = 'queued', run_at = ${now}, attempts = 0, worker = NULL, lease_token = NULL, lease_expires_at = NULL,
+  lease_duration = NULL, started_at = NULL, deadline = NULL, finished_at = NULL, progress = NULL, result = NULL,
+  updated_at = ${now}`;
+
+/** The history entry of a retry, from the rows of `old` (id, state, error) that `upd` changed. */
+export const retryEvents = (now: Date, actor: string | null, bulk: boolean) => sql`
+  INSERT INTO job_event (job_id, at, kind, actor, detail)
+  SELECT old.id, ${now}, 'retried', ${actor},
+         jsonb_strip_nulls(jsonb_build_object('from', old.state, 'error', old.error, 'bulk', ${bulk ? sql`true` : sql`NULL::boolean`}))
+  FROM old JOIN upd u ON u.id = old.id`;
