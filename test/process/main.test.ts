@@ -1,4 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -177,4 +178,89 @@ describe('the jobclock process', () => {
       await server.stop();
     }
   }, 90_000);
+
+  const haproxy = ['/usr/sbin/haproxy', '/usr/bin/haproxy', '/usr/local/sbin/haproxy'].find((p) => existsSync(p));
+  if (!haproxy) console.warn('haproxy is not installed: skipping the load-balancer test (apt-get install haproxy)');
+
+  it.skipIf(!haproxy)(
+    'serves workers through HAProxy in front of 3 instances, and loses no job when one is SIGKILLed',
+    async () => {
+      const dataDir = path.join(dataRoot, 'lb');
+      const server = await startEmbedded({ dataDir, settings: { fsync: 'off', synchronous_commit: 'off' } });
+      const url = await ensureDatabase(server.url, 'lb');
+      const sql = new pg.Pool({ connectionString: url, max: 1 });
+      sql.on('error', () => undefined);
+      const instances = [await start({ DATABASE_URL: url }), await start({ DATABASE_URL: url }), await start({ DATABASE_URL: url })];
+      const lbPort = await freePort();
+      const lb = spawn(haproxy!, ['-db', '-f', path.join(root, 'deploy/haproxy/haproxy.cfg')], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          JOBCLOCK_LB_PORT: String(lbPort),
+          JOBCLOCK_PORT_1: String(instances[0]!.port),
+          JOBCLOCK_PORT_2: String(instances[1]!.port),
+          JOBCLOCK_PORT_3: String(instances[2]!.port),
+        },
+        stdio: 'ignore',
+      });
+      const base = `http://127.0.0.1:${lbPort}`;
+      const call = async (method: string, p: string, body?: unknown) => {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            const res = await fetch(base + p, {
+              method,
+              headers: body === undefined ? {} : { 'content-type': 'application/json' },
+              body: body === undefined ? null : JSON.stringify(body),
+            });
+            if (res.status < 500 || attempt >= 20) return res;
+          } catch (err) {
+            if (attempt >= 20) throw err;
+          }
+          await new Promise((r) => setTimeout(r, 100)); // a worker retries a 5xx or a cut connection
+        }
+      };
+      try {
+        await Promise.all(instances.map((i) => waitReady(i)));
+        for (let i = 0; i < 50 && (await call('GET', '/readyz').catch(() => null))?.status !== 200; i++)
+          await new Promise((r) => setTimeout(r, 100));
+        const jobs = Array.from({ length: 300 }, (_, n) => ({ type: 'lb', args: { n } }));
+        expect((await call('POST', '/jobs/batch', { jobs })).status).toBe(201);
+        const executions = new Map<string, number>();
+        let killed = false;
+        const worker = async (w: number) => {
+          for (let idle = 0; idle < 8;) {
+            const res = await call('POST', '/jobs/next', { worker: `w${w}`, types: ['lb'], limit: 5, wait: '1s', lease: '3s' });
+            if (res.status !== 200) {
+              idle++;
+              continue;
+            }
+            idle = 0;
+            const got = ((await res.json()) as { jobs: { id: string; leaseToken: string }[] }).jobs;
+            for (const j of got) executions.set(j.id, (executions.get(j.id) ?? 0) + 1);
+            if (!killed && executions.size >= 100) {
+              killed = true;
+              instances[1]!.child.kill('SIGKILL');
+            }
+            const reports = got.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' }));
+            await call('POST', '/jobs/reports', { reports });
+          }
+        };
+        await Promise.all(Array.from({ length: 6 }, (_, w) => worker(w)));
+        expect(killed).toBe(true);
+        const { rows } = await sql.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM job GROUP BY state`);
+        expect(rows).toEqual([{ state: 'finished', n: 300 }]); // none lost, none stuck
+        expect(executions.size).toBe(300);
+        // a job runs twice only when its lease was lost with the killed instance's answer and expired
+        const twice = [...executions.values()].filter((n) => n > 1).length;
+        expect(twice).toBeLessThanOrEqual(5);
+        for (const i of [instances[0]!, instances[2]!]) expect(i.child.exitCode).toBeNull();
+      } finally {
+        lb.kill('SIGTERM');
+        for (const i of instances) if (i.child.exitCode === null) i.child.kill('SIGTERM');
+        await Promise.all(instances.map((i) => i.exited));
+        await sql.end();
+        await server.stop();
+      }
+    },
+    120_000,
+  );
 });
