@@ -3,7 +3,8 @@
  * (untyped and typed, as prepared by src/repositories/jobs.ts, generic plan as on the protocol
  * connections) and of the slim claim of bench/measure/lease-statement.ts, each claiming 100 of
  * 20,000 (EXPLAIN_JOBS) queued no-op jobs that belong to no periodic task, on a fresh embedded
- * PostgreSQL.
+ * PostgreSQL. EXPLAIN_POLICY=1 puts a concurrency limit of 1,000 and a rate of 50,000/1s, neither
+ * binding, on the type first.
  */
 import type pg from 'pg';
 import { createDb } from '../src/db/database.js';
@@ -21,12 +22,12 @@ const log = (m: string) => process.stderr.write(`${m}\n`);
  * past some 100,000 queued, a hash join over a sequential scan of the whole table).
  */
 function withKeyGuard(text: string): string {
-  const leased = 'WHERE j.id = d.id AND NOT d.to_drop';
-  const dropped = 'WHERE j.id = d.id AND d.to_drop';
+  const leased = 'WHERE j.id = d.id AND NOT d.to_drop\n';
+  const dropped = 'WHERE j.id = d.id AND d.to_drop\n';
   if (!text.includes(leased) || !text.includes(dropped)) throw new Error('the lease statement changed: update withKeyGuard()');
   return text
-    .replace(leased, `${leased} AND j.id = ANY (ARRAY(SELECT a.id FROM assigned a WHERE NOT a.to_drop))`)
-    .replace(dropped, `${dropped} AND j.id = ANY (ARRAY(SELECT x.id FROM decided x WHERE x.to_drop))`);
+    .replace(leased, `WHERE j.id = d.id AND NOT d.to_drop AND j.id = ANY (ARRAY(SELECT a.id FROM assigned a WHERE NOT a.to_drop))\n`)
+    .replace(dropped, `WHERE j.id = d.id AND d.to_drop AND j.id = ANY (ARRAY(SELECT x.id FROM decided x WHERE x.to_drop))\n`);
 }
 const server = await BenchServer.start();
 try {
@@ -45,6 +46,14 @@ try {
     captured.push({ text: q.text, values: q.values });
     return dryRun ? Promise.resolve({ rows: [] } as unknown as pg.QueryResult) : original(q);
   };
+  if (process.env.EXPLAIN_POLICY) {
+    await client.query(
+      `insert into flow_policy (kind, name, concurrency, rate_limit, rate_window_ms, updated_at) values ('type', 'noop', 1000, 50000, 1000, now())`,
+    );
+    await client.query(`insert into flow_slot (kind, name, n) select 'type', 'noop', g from generate_series(1, 1000) g`);
+    await client.query(`insert into flow_token (kind, name, n) select 'type', 'noop', g from generate_series(1, 50000) g`);
+    await client.query('analyze flow_policy, flow_slot, flow_token');
+  }
   const slots = Array.from({ length: 100 }, () => ({ worker: 'explain', leaseMs: 30_000 }));
   await jobLease(db, { now: new Date(), slots });
   const leased = await jobLease(db, { now: new Date(), types: ['noop'], slots });

@@ -117,6 +117,16 @@ export function summarize(
     { key: 'b.loop', label: 'README loop' },
     { key: 'c.pgboss12', label: 'pg-boss 12' },
   ]);
+  rate('b.groups100', '(b) jobclock: README loop, jobs spread over 100 groups taking turns', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop', min: 0.8 },
+  ]);
+  rate('b.policy', '(b) jobclock: README loop under a concurrency limit (1000) that does not bind', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop', min: 0.85 },
+  ]);
+  rate('b.policyrate', '(b) jobclock: the same with a rate (50,000/1s) that does not bind as well', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop' },
+  ]);
+  rate('b.limit50', '(b) jobclock: README loop held at concurrency 50', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.perjob', '(b) jobclock: lease 100 + POST /jobs/{id}/finished each, 48 conns', 'jobs/s', [
     { key: 'c.pgboss12', label: 'pg-boss 12', min: 0.5 },
     { key: 'c.graphile018', label: 'graphile 0.18' },

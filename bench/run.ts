@@ -35,6 +35,10 @@ import {
   rawClaim1,
   rawClaim100,
   jobclockInterleaved,
+  jobclockGroups,
+  jobclockPolicy,
+  jobclockPolicyRate,
+  jobclockLimited,
 } from './measure/worker-protocol.js';
 import { renderTable, type RoundResults, summarize, summarizeCpu } from './report.js';
 
@@ -75,6 +79,10 @@ const UNITS: Unit[] = [
   jobclockWait,
   jobclockReports,
   jobclockPerJob,
+  jobclockGroups,
+  jobclockPolicy,
+  jobclockPolicyRate,
+  jobclockLimited,
   postJobs,
   pgBoss12Send,
   postBatch,

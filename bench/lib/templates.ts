@@ -65,14 +65,22 @@ export class Templates {
     });
   }
 
-  /** `jobs` queued no-op jobs in jobclock's job table, inserted as plain rows. */
-  jobclockJobs(): Promise<string> {
-    return this.once('jobclock+jobs', async () => {
-      const db = await this.server.createDatabase(await this.jobclock(), 'tpl_jobclock_jobs');
+  /**
+   * `jobs` queued no-op jobs in jobclock's job table, inserted as plain rows; with `groups`, spread
+   * over that many groups (job n in group `tenant:<n mod groups>`), else all in the default group.
+   */
+  jobclockJobs(groups = 1): Promise<string> {
+    const name = groups === 1 ? 'jobclock+jobs' : `jobclock+jobs+${groups}groups`;
+    return this.once(name, async () => {
+      const db = await this.server.createDatabase(
+        await this.jobclock(),
+        groups === 1 ? 'tpl_jobclock_jobs' : `tpl_jobclock_jobs_${groups}g`,
+      );
       for (let done = 0; done < this.jobs; done += 10_000) {
         await db.exec(
-          `insert into job (type, args, run_at)
-           select 'noop', jsonb_build_object('n', g), now() from generate_series($1::int, $2::int) g`,
+          `insert into job (type, group_, args, run_at)
+           select 'noop', ${groups === 1 ? `'default'` : `'tenant:' || (g % ${groups})`}, jsonb_build_object('n', g), now()
+           from generate_series($1::int, $2::int) g`,
           [done + 1, Math.min(this.jobs, done + 10_000)],
         );
       }

@@ -101,6 +101,12 @@ interface LeaseStyle {
   wait?: string;
 }
 
+/** What the queue looks like: jobs spread over groups, and a flow-control policy on the type. */
+interface QueueShape {
+  groups?: number;
+  policy?: { concurrency?: number; rate?: string };
+}
+
 async function lease(client: HttpClient, worker: string, limit: number, style: LeaseStyle, signal?: AbortSignal): Promise<LeasedJob[]> {
   let res;
   try {
@@ -122,20 +128,29 @@ async function lease(client: HttpClient, worker: string, limit: number, style: L
  * long-poll like a real worker; the run ends when every queued job is finished, and the requests
  * still parked then are aborted (their time is not counted: the last report ends the run).
  */
-function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: LeaseStyle = {}): Unit {
+function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: LeaseStyle = {}, shape: QueueShape = {}): Unit {
   const leaseLoops = 4;
   const reportSockets = 48;
   return {
     key,
     guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
     async run(ctx) {
-      const db = await ctx.server.createDatabase(await ctx.templates.jobclockJobs());
+      const db = await ctx.server.createDatabase(await ctx.templates.jobclockJobs(shape.groups));
       let leaser: HttpClient | null = null;
       let reporter: HttpClient | null = null;
       try {
         const n = ctx.templates.jobs;
         const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
         await db.settle();
+        if (shape.policy) {
+          const admin = new HttpClient(base, tokenOf('admin'), 1);
+          try {
+            const res = await admin.request('PATCH', '/types/noop', shape.policy);
+            if (res.status !== 200) throw unexpected('PATCH /types/noop', res);
+          } finally {
+            admin.close();
+          }
+        }
         leaser = new HttpClient(base, tokenOf('worker'), leaseLoops);
         reporter = mode === 'per-job' ? new HttpClient(base, tokenOf('worker'), reportSockets) : leaser;
         const rep = reporter;
@@ -207,6 +222,29 @@ export const jobclockTypes = jobclockProcessing('b.types', 'reports', { types: [
 export const jobclockWait = jobclockProcessing('b.wait', 'reports', { wait: '30s' });
 export const jobclockReports = jobclockProcessing('b.reports', 'reports');
 export const jobclockPerJob = jobclockProcessing('b.perjob', 'per-job');
+/** The README loop with the jobs spread over 100 groups that take turns. */
+export const jobclockGroups = jobclockProcessing('b.groups100', 'reports', { types: ['noop'], wait: '30s' }, { groups: 100 });
+/** The README loop under a concurrency limit that does not bind (4 workers × 100 < 1000). */
+export const jobclockPolicy = jobclockProcessing(
+  'b.policy',
+  'reports',
+  { types: ['noop'], wait: '30s' },
+  { policy: { concurrency: 1000 } },
+);
+/** The same under a rate that does not bind as well (50,000 a second). */
+export const jobclockPolicyRate = jobclockProcessing(
+  'b.policyrate',
+  'reports',
+  { types: ['noop'], wait: '30s' },
+  { policy: { concurrency: 1000, rate: '50000/1s' } },
+);
+/** The README loop held at a concurrency limit of 50 (each lease gets at most what finished since). */
+export const jobclockLimited = jobclockProcessing(
+  'b.limit50',
+  'reports',
+  { types: ['noop'], wait: '30s' },
+  { policy: { concurrency: 50 } },
+);
 
 // ---------------------------------------------------------------------------------------------
 // The newest releases: pg-boss 12 and graphile-worker 0.18 (they declare Node 22 in `engines` and

@@ -45,7 +45,7 @@ export interface Explanation {
   reasons: ExplainReason[];
 }
 
-/** `ahead`: runnable queued jobs that come before this one in lease order (capped by the caller). */
+/** `ahead`: runnable queued jobs that come before this one (a higher priority, or earlier in its group; capped by the caller). */
 export function explainJob(job: Job, policies: readonly PolicyFacts[], ahead: { count: number; capped: boolean }, now: Date): Explanation {
   if (job.state === 'running') {
     return {
@@ -96,7 +96,7 @@ export function explainJob(job: Job, policies: readonly PolicyFacts[], ahead: { 
     reasons: [
       {
         code: 'waiting-for-worker',
-        detail: `It is runnable. ${n} runnable job${ahead.count === 1 && !ahead.capped ? '' : 's'} come${ahead.count === 1 && !ahead.capped ? 's' : ''} before it (higher priority, or earlier runAt); it is leased by the next worker asking for its type${ahead.count === 0 ? '' : ' once those are taken'}.`,
+        detail: `It is runnable. ${n} runnable job${ahead.count === 1 && !ahead.capped ? '' : 's'} come${ahead.count === 1 && !ahead.capped ? 's' : ''} before it (of a higher priority, or earlier in its own group: groups of equal priority take turns); it is leased by the next worker asking for its type${ahead.count === 0 ? '' : ' once those are taken'}.`,
       },
     ],
   };

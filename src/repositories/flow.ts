@@ -178,16 +178,22 @@ export async function flowFactsOf(db: Executor, type: string, group: string, now
 /** Runnable queued jobs that come before a job in lease order, counted up to `cap`. */
 export async function jobsAhead(
   db: Executor,
-  job: { id: string; priority: number; runAt: Date },
+  job: { id: string; priority: number; runAt: Date; group: string },
   now: Date,
   cap: number,
 ): Promise<{ count: number; capped: boolean }> {
+  // Groups of equal priority take turns, so what stands before a job is every runnable job of a
+  // higher priority and the runnable jobs of its own group ahead of it in runAt order.
   const { rows } = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM (
-      SELECT 1 FROM job
-       WHERE state = 'queued' AND run_at < ${now}::timestamptz + interval '1 millisecond'
-         AND (priority > ${job.priority} OR (priority = ${job.priority} AND (run_at, id) < (${job.runAt}::timestamptz, ${job.id}::bigint)))
-       LIMIT ${cap + 1}
+      (SELECT 1 FROM job
+        WHERE state = 'queued' AND run_at < ${now}::timestamptz + interval '1 millisecond' AND priority > ${job.priority}
+        LIMIT ${cap + 1})
+      UNION ALL
+      (SELECT 1 FROM job
+        WHERE state = 'queued' AND priority = ${job.priority} AND hashtext(group_) = hashtext(${job.group}) AND group_ = ${job.group}
+          AND (run_at, id) < (${job.runAt}::timestamptz, ${job.id}::bigint)
+        LIMIT ${cap + 1})
     ) x`.execute(db.kysely);
   const n = rows[0]?.n ?? 0;
   return n > cap ? { count: cap, capped: true } : { count: n, capped: false };

@@ -108,7 +108,7 @@ describe('jobLease', () => {
   });
 
   it('fills its slots in claim order, each with its own worker and lease length', async () => {
-    const [low, high] = await jobInsertMany(tdb.db, [row({ priority: 1 }), row({ priority: 9, timebox: 5_000 })], NOW);
+    const [later, sooner] = await jobInsertMany(tdb.db, [row({ runAt: plus(-1) }), row({ runAt: plus(-2), timebox: 5_000 })], NOW);
     const r = await jobLease(tdb.db, {
       now: NOW,
       slots: [
@@ -118,10 +118,22 @@ describe('jobLease', () => {
       ],
     });
     expect(r.leased.map((j) => [j.id, j.slot, j.worker, j.leaseExpiresAt, j.deadline])).toEqual([
-      [high!.id, 0, 'first', plus(10_000), plus(5_000)],
-      [low!.id, 1, 'second', plus(20_000), null],
+      [sooner!.id, 0, 'first', plus(10_000), plus(5_000)],
+      [later!.id, 1, 'second', plus(20_000), null],
     ]);
     expect(new Set(r.leased.map((j) => j.leaseToken)).size).toBe(2);
+    expect(r.more).toBe(false);
+  });
+
+  it('takes one priority at a time: the highest first, and says when a lower one has jobs', async () => {
+    const [low, high] = await jobInsertMany(tdb.db, [row({ priority: 1 }), row({ priority: 9 })], NOW);
+    const slots = [1, 2, 3].map(() => ({ worker: 'w', leaseMs: 10_000 }));
+    const first = await jobLease(tdb.db, { now: NOW, slots });
+    expect(first.leased.map((j) => j.id)).toEqual([high!.id]);
+    expect(first.more).toBe(true);
+    const second = await jobLease(tdb.db, { now: NOW, slots });
+    expect(second.leased.map((j) => j.id)).toEqual([low!.id]);
+    expect(second.more).toBe(false);
   });
 });
 
@@ -143,18 +155,23 @@ describe('jobLease with types', () => {
       await one.protocol.query('SELECT pg_stat_force_next_flush()');
       await one.protocol.query('SELECT pg_stat_clear_snapshot()');
       const { rows } = await one.protocol.query<{ n: string }>(
-        `SELECT coalesce(sum(idx_tup_read), 0)::text AS n FROM pg_stat_user_indexes WHERE indexrelname = 'job_lease_idx'`,
+        `SELECT coalesce(sum(idx_tup_read), 0)::text AS n FROM pg_stat_user_indexes WHERE indexrelname = 'job_fair_idx'`,
       );
       return Number(rows[0]!.n);
     };
     const before = await indexReads();
-    const r = await jobLease(one, {
-      now: NOW,
-      types: ['rare', 'other', 'rare'],
-      slots: Array.from({ length: 5 }, () => ({ worker: 'w', leaseMs: 1_000 })),
-    });
-    expect(r.leased.map((j) => [j.type, j.priority, j.runAt])).toEqual([
-      ['rare', 5, NOW],
+    const lease = () =>
+      jobLease(one, {
+        now: NOW,
+        types: ['rare', 'other', 'rare'],
+        slots: Array.from({ length: 5 }, () => ({ worker: 'w', leaseMs: 1_000 })),
+      });
+    // the highest priority first, then the next one down: one statement each
+    const first = await lease();
+    expect(first.leased.map((j) => [j.type, j.priority, j.runAt])).toEqual([['rare', 5, NOW]]);
+    expect(first.more).toBe(true);
+    const second = await lease();
+    expect(second.leased.map((j) => [j.type, j.priority, j.runAt])).toEqual([
       ['rare', 0, plus(-2)],
       ['other', 0, plus(-1)],
     ]);

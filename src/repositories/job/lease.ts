@@ -33,7 +33,9 @@ export interface LeasedInSlot extends LeasedJob {
 export interface LeaseResult {
   /** Candidates a type or group limit refused a permit (another lease took it first): they stay queued. */
   refused?: number;
-  /** In claim order (priority desc, run_at, id), which is also slot order. */
+  /** Lanes may hold more runnable jobs than this claim took (it left slots empty): claim again for them. */
+  more?: boolean;
+  /** In claim order (by turn between groups, then run_at, id within a group), which is also slot order. */
   leased: LeasedInSlot[];
   dropped: DroppedJob[];
 }
@@ -63,44 +65,43 @@ export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResul
     limit: p.slots.length,
     slots: JSON.stringify(p.slots.map((s, i) => ({ n: i + 1, worker: s.worker, lease: s.leaseMs }))),
     types: byType ? [...new Set(p.types)] : null,
-    groups: byGroup ? [...p.groups!] : null,
+    groups: byGroup ? [...new Set(p.groups)] : null,
+    // how many lanes (groups) a lease looks at: every group when there are few, a random run of
+    // the hash ring of groups when there are more
+    want: Math.min(Math.max(p.slots.length, 32), 200),
   };
-  type Row = JobRow & { task_state: unknown; dropped: boolean; slot: number | null; refused: number };
+  type Row = JobRow & { task_state: unknown; dropped: boolean; slot: number | null; refused: number | null; more: boolean | null };
   const rows = await compiledOnce(db, `lease${byType ? '+type' : ''}${byGroup ? '+group' : ''}`, values, (v) => {
     const now = sql`${v.now}::timestamptz`;
-    const byGroupSql = byGroup ? sql`AND group_ = ANY(${v.groups}::text[])` : sql``;
     // Flow control: jobs of a paused type or group, or of one whose limit has no permit free (as of
-    // this statement's snapshot), are not candidates. Without policies both arrays are empty.
-    // In a CASE, so the planner keeps its estimate of how many rows pass: for `type <> ALL(array)`
-    // (what NOT (= ANY) becomes) with an array unknown at planning time it estimated almost none,
-    // and sorted the whole runnable queue instead of walking the lease index to its LIMIT.
-    const open = sql`CASE WHEN cardinality((SELECT b.types FROM blocked_keys b)) + cardinality((SELECT b.groups FROM blocked_keys b)) = 0 THEN true
-      ELSE NOT (type = ANY((SELECT b.types FROM blocked_keys b)::text[]) OR group_ = ANY((SELECT b.groups FROM blocked_keys b)::text[])) END`;
-    // runnable at millisecond precision, the precision of jobclock's clock and API: a job inserted
-    // by SQL with run_at = now() (microseconds) is runnable within the millisecond it names
-    const runnable = sql`state = 'queued' AND run_at < ${now} + interval '1 millisecond' ${byGroupSql} AND ${open}`;
+    // this statement's snapshot, blocked_keys below), are not candidates: blocked groups are no
+    // lanes, blocked types are no sources (or are filtered in their lanes).
     const columns = sql`id, type, group_, periodic_task_id, run_interval, run_tolerance, priority, run_at`;
-    // With types, each type is claimed from its own index (job_lease_type_idx, already in claim
-    // order) and the best of them are kept. One scan of the lease index filtered by type walked
-    // past every queued job of other types first: 50,000 rows (14 ms) for a rare type behind a
-    // backlog. A type's rows that lose to another type's stay locked only until this statement
-    // commits.
-    const candidates = byType
-      ? sql`SELECT c.* FROM unnest(${v.types}::text[]) AS t(type)
-            CROSS JOIN LATERAL (
-              SELECT ${columns} FROM job
-              WHERE ${runnable} AND job.type = t.type
-              ORDER BY priority DESC, run_at, id
-              LIMIT ${v.limit}
-              FOR UPDATE SKIP LOCKED
-            ) c
-            ORDER BY c.priority DESC, c.run_at, c.id
-            LIMIT ${v.limit}`
-      : sql`SELECT ${columns} FROM job
-            WHERE ${runnable}
-            ORDER BY priority DESC, run_at, id
-            LIMIT ${v.limit}
+    // Fairness between groups (migration 0008): the lanes of the highest priority that has a
+    // runnable job — one per group, per type when the worker names types — and from each lane its
+    // first jobs in run_at order, round by round: every lane's first job (lanes in random order),
+    // then every lane's second, and so on. A lane gives at most its share (limit / lanes), so one
+    // group's backlog fills only what the others leave; `more` below asks the caller to claim
+    // again for slots left empty while a lane may hold more.
+    const laneTypes = byType
+      ? sql`ARRAY(SELECT DISTINCT t FROM unnest(${v.types}::text[]) AS t WHERE NOT t = ANY((SELECT b.types FROM blocked_keys b)::text[]))`
+      : sql`NULL::text[]`;
+    const laneJobs = byType
+      ? sql`SELECT ${columns} FROM job j
+            WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
+              AND j.run_at < ${now} + interval '1 millisecond'
+            ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
+            LIMIT (SELECT q FROM quota)
+            FOR UPDATE SKIP LOCKED`
+      : sql`SELECT ${columns} FROM job j
+            WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
+              AND j.run_at < ${now} + interval '1 millisecond' AND NOT j.type = ANY((SELECT b.types FROM blocked_keys b)::text[])
+            ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
+            LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`;
+    const lowerLevel = byType
+      ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${laneTypes}) AND j.priority < (SELECT max(priority) FROM lanes)`
+      : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
     const windowStart = (alias: string) => sql`${now} - ${ms(sql`${sql.ref(`${alias}.rate_window_ms`)}`)}`;
     return sql<Row>`
     WITH slots AS MATERIALIZED (
@@ -121,7 +122,30 @@ export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResul
                SELECT 1 FROM flow_token t WHERE t.kind = p.kind AND t.name = p.name AND t.n <= p.rate_limit
                  AND (t.used_at IS NULL OR t.used_at <= ${windowStart('p')})))
     ),
-    candidates AS MATERIALIZED (${candidates}),
+    lanes AS MATERIALIZED (
+      SELECT l.*, random() AS r
+      FROM jobclock_fair_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,
+                               (floor(random() * 4294967296) - 2147483648)::int, (SELECT b.groups FROM blocked_keys b)) l
+    ),
+    top_lanes AS MATERIALIZED (SELECT * FROM lanes WHERE priority = (SELECT max(priority) FROM lanes)),
+    quota AS MATERIALIZED (SELECT ceil(${v.limit}::numeric / greatest(count(*), 1))::int AS q FROM top_lanes),
+    picked AS MATERIALIZED (
+      SELECT c.*, l.type AS lane_type, l.r FROM top_lanes l CROSS JOIN LATERAL (${laneJobs}) c
+    ),
+    ranked_picks AS MATERIALIZED (
+      SELECT p.*, row_number() OVER (PARTITION BY p.lane_type, p.group_ ORDER BY p.run_at, p.id) AS turn FROM picked p
+    ),
+    candidates AS MATERIALIZED (
+      SELECT ${columns} FROM ranked_picks ORDER BY turn, r LIMIT ${v.limit}
+    ),
+    -- slots left empty while a lane gave its whole share, more lanes may exist than were looked
+    -- at, or a lower priority has queued jobs: the caller claims again for them
+    more AS MATERIALIZED (
+      SELECT (SELECT count(*) FROM candidates) < ${v.limit} AND (
+               EXISTS (SELECT 1 FROM picked GROUP BY lane_type, group_ HAVING count(*) >= (SELECT q FROM quota))
+               OR (SELECT count(*) FROM lanes) >= ${v.want}
+               OR EXISTS (${lowerLevel})) AS more
+    ),
     -- candidates under a limit: one row per limit that applies (type and group), ranked within it
     needs AS MATERIALIZED (
       SELECT c.id, p.kind, p.name, p.concurrency IS NOT NULL AS slot, p.rate_limit IS NOT NULL AS token,
@@ -132,31 +156,52 @@ export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResul
     ),
     -- free permits, locked: a permit another lease took after this statement's snapshot is
     -- re-checked on its newest version and skipped
+    -- free permits, as many per key as its candidates need, locked: a permit another lease took
+    -- after this statement's snapshot is re-checked on its newest version and skipped
+    wanted AS MATERIALIZED (
+      SELECT n.kind, n.name, bool_or(n.slot) AS slot, bool_or(n.token) AS token, count(*) AS k FROM needs n GROUP BY n.kind, n.name
+    ),
     free_slots AS MATERIALIZED (
-      SELECT f.kind, f.name, f.n, f.released_at, row_number() OVER (PARTITION BY f.kind, f.name ORDER BY f.n) AS pn
-      FROM (
-        SELECT s.kind, s.name, s.n, s.released_at FROM flow_slot s
-        JOIN policies p ON p.kind = s.kind AND p.name = s.name
-        WHERE s.job_id IS NULL AND s.n <= p.concurrency
-          AND (s.kind, s.name) IN (SELECT kind, name FROM needs WHERE slot)
+      SELECT w.kind, w.name, f.n, f.released_at, row_number() OVER (PARTITION BY w.kind, w.name ORDER BY f.n) AS pn
+      FROM wanted w JOIN policies p ON p.kind = w.kind AND p.name = w.name
+      CROSS JOIN LATERAL (
+        SELECT s.n, s.released_at FROM flow_slot s
+        WHERE s.kind = w.kind AND s.name = w.name AND s.job_id IS NULL AND s.n <= p.concurrency
+        ORDER BY s.n
+        LIMIT w.k
         FOR UPDATE OF s SKIP LOCKED
       ) f
+      WHERE w.slot
     ),
     free_tokens AS MATERIALIZED (
-      SELECT f.kind, f.name, f.n, row_number() OVER (PARTITION BY f.kind, f.name ORDER BY f.used_at NULLS FIRST, f.n) AS pn
-      FROM (
-        SELECT t.kind, t.name, t.n, t.used_at FROM flow_token t
-        JOIN policies p ON p.kind = t.kind AND p.name = t.name
-        WHERE t.n <= p.rate_limit AND (t.used_at IS NULL OR t.used_at <= ${windowStart('p')})
-          AND (t.kind, t.name) IN (SELECT kind, name FROM needs WHERE token)
+      SELECT w.kind, w.name, f.n, row_number() OVER (PARTITION BY w.kind, w.name ORDER BY f.used_at NULLS FIRST, f.n) AS pn
+      FROM wanted w JOIN policies p ON p.kind = w.kind AND p.name = w.name
+      CROSS JOIN LATERAL (
+        SELECT t.n, t.used_at FROM flow_token t
+        WHERE t.kind = w.kind AND t.name = w.name AND t.n <= p.rate_limit AND (t.used_at IS NULL OR t.used_at <= ${windowStart('p')})
+        ORDER BY t.used_at NULLS FIRST, t.n
+        LIMIT w.k
         FOR UPDATE OF t SKIP LOCKED
       ) f
+      WHERE w.token
+    ),
+    -- the k-th candidate of a key gets the key's k-th free permit: looked up in an array per key
+    -- (a join on the rank was quadratic under the generic plan's estimate of one row per side)
+    slot_arrays AS MATERIALIZED (
+      SELECT kind, name, array_agg(n ORDER BY pn) AS ns, array_agg(released_at ORDER BY pn) AS released FROM free_slots GROUP BY kind, name
+    ),
+    token_arrays AS MATERIALIZED (
+      SELECT kind, name, array_agg(n ORDER BY pn) AS ns FROM free_tokens GROUP BY kind, name
     ),
     slot_grants AS MATERIALIZED (
-      SELECT n.id, f.kind, f.name, f.n, f.released_at FROM needs n JOIN free_slots f ON f.kind = n.kind AND f.name = n.name AND f.pn = n.rn WHERE n.slot
+      SELECT n.id, n.kind, n.name, a.ns[n.rn] AS n, a.released[n.rn] AS released_at
+      FROM needs n JOIN slot_arrays a ON a.kind = n.kind AND a.name = n.name
+      WHERE n.slot AND n.rn <= cardinality(a.ns)
     ),
     token_grants AS MATERIALIZED (
-      SELECT n.id, f.kind, f.name, f.n FROM needs n JOIN free_tokens f ON f.kind = n.kind AND f.name = n.name AND f.pn = n.rn WHERE n.token
+      SELECT n.id, n.kind, n.name, a.ns[n.rn] AS n
+      FROM needs n JOIN token_arrays a ON a.kind = n.kind AND a.name = n.name
+      WHERE n.token AND n.rn <= cardinality(a.ns)
     ),
     -- a candidate runs only with every permit its limits ask for; a refused one stays queued
     refused AS MATERIALIZED (
@@ -185,12 +230,19 @@ export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResul
              ) AS to_drop
       FROM ranked r
     ),
+    -- per job that got slots: when the last job that held one of them stopped (arrays, looked up
+    -- by position: not a subquery per job over the grants)
+    slot_holders AS MATERIALIZED (
+      SELECT coalesce(array_agg(h.id), '{}') AS ids, coalesce(array_agg(h.released_at), '{}') AS released
+      FROM (SELECT g.id, max(g.released_at) AS released_at FROM slot_grants g GROUP BY g.id) h
+    ),
     assigned AS MATERIALIZED (
       SELECT d.*, count(*) FILTER (WHERE NOT d.to_drop) OVER (ORDER BY d.priority DESC, d.run_at, d.id ROWS UNBOUNDED PRECEDING) AS slot,
-             EXISTS (SELECT 1 FROM slot_grants g WHERE g.id = d.id) AS holds_slot,
+             h.k IS NOT NULL AS holds_slot,
              -- not before the job that held its slot stopped (see flow_slot.released_at)
-             greatest(${now}, (SELECT max(g.released_at) FROM slot_grants g WHERE g.id = d.id)) AS start_at
+             greatest(${now}, (SELECT x.released[h.k] FROM slot_holders x)) AS start_at
       FROM decided d
+      LEFT JOIN LATERAL (SELECT array_position(x.ids, d.id) AS k FROM slot_holders x) h ON h.k IS NOT NULL
     ),
     leased AS (
       UPDATE job j SET
@@ -207,21 +259,20 @@ export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResul
         holds_slot = d.holds_slot,
         updated_at = ${now}
       FROM assigned d JOIN slots s ON s.n = d.slot
-      -- the id list lets the planner probe the primary key: with the generic plan's estimate for
-      -- LIMIT $n (a tenth of the queue), a join alone turned into a scan of the whole table once
-      -- about 200,000 jobs were queued
-      WHERE j.id = d.id AND NOT d.to_drop AND j.id = ANY (ARRAY(SELECT a.id FROM assigned a WHERE NOT a.to_drop))
+      -- a primary-key probe per job: the candidates come from lanes whose estimate is small (an
+      -- "id = ANY(list)" guard here, once needed, became a probe of the whole list per job)
+      WHERE j.id = d.id AND NOT d.to_drop
       RETURNING ${jobCols('j')}, d.task_state, d.slot
     ),
     took_slots AS (
       UPDATE flow_slot s SET job_id = g.id
-      FROM slot_grants g JOIN assigned a ON a.id = g.id AND NOT a.to_drop
-      WHERE s.kind = g.kind AND s.name = g.name AND s.n = g.n
+      FROM slot_grants g
+      WHERE s.kind = g.kind AND s.name = g.name AND s.n = g.n AND g.id = ANY (ARRAY(SELECT a.id FROM assigned a WHERE NOT a.to_drop))
     ),
     took_tokens AS (
       UPDATE flow_token t SET used_at = ${now}
-      FROM token_grants g JOIN assigned a ON a.id = g.id AND NOT a.to_drop
-      WHERE t.kind = g.kind AND t.name = g.name AND t.n = g.n
+      FROM token_grants g
+      WHERE t.kind = g.kind AND t.name = g.name AND t.n = g.n AND g.id = ANY (ARRAY(SELECT a.id FROM assigned a WHERE NOT a.to_drop))
     ),
     dropped AS (
       UPDATE job j SET
@@ -240,7 +291,7 @@ export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResul
           'tolerance', d.run_tolerance,
           'at', ${iso(now)})
       FROM decided d
-      WHERE j.id = d.id AND d.to_drop AND j.id = ANY (ARRAY(SELECT x.id FROM decided x WHERE x.to_drop))
+      WHERE j.id = d.id AND d.to_drop
       RETURNING ${jobCols('j')}, NULL::jsonb AS task_state, NULL::bigint AS slot
     ),
     drop_events AS (
@@ -251,22 +302,26 @@ export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResul
       UPDATE periodic_task t SET last_run = ${now}
       WHERE t.id IN (SELECT d.periodic_task_id FROM decided d WHERE d.has_task AND NOT d.to_drop)
     )
-    SELECT ${jobCols('l')}, l.task_state, l.slot, false AS dropped, 0 AS refused FROM leased l
+    SELECT ${jobCols('l')}, l.task_state, l.slot, false AS dropped, 0 AS refused, false AS more FROM leased l
     UNION ALL
-    SELECT ${jobCols('x')}, x.task_state, x.slot, true, 0 FROM dropped x
+    SELECT ${jobCols('x')}, x.task_state, x.slot, true, 0, false FROM dropped x
     UNION ALL
-    -- how many candidates a limit refused, so the caller may claim again for their slots
-    SELECT ${sql.join(JOB_COLUMNS.map(() => sql`NULL`))}, NULL, NULL, false, count(*)::int FROM refused HAVING count(*) > 0`;
+    -- how many candidates a limit refused, and whether lanes may hold more, so the caller may claim again for their slots
+    SELECT ${sql.join(JOB_COLUMNS.map(() => sql`NULL`))}, NULL, NULL, false, (SELECT count(*)::int FROM refused), (SELECT m.more FROM more m)
+    WHERE EXISTS (SELECT 1 FROM refused) OR (SELECT m.more FROM more m)`;
   });
 
   const leased: LeasedInSlot[] = [];
   const dropped: DroppedJob[] = [];
   let refused = 0;
+  let more = false;
   for (const r of rows) {
-    if (r.refused > 0) refused = r.refused;
-    else if (r.dropped) dropped.push({ id: String(r.id), taskId: r.periodic_task_id, error: r.error });
+    if (r.id === null) {
+      refused = r.refused ?? 0;
+      more = r.more === true;
+    } else if (r.dropped) dropped.push({ id: String(r.id), taskId: r.periodic_task_id, error: r.error });
     else leased.push(leasedFromRow(r, r.task_state ?? null, Number(r.slot) - 1));
   }
   leased.sort((a, b) => a.slot - b.slot);
-  return { leased, dropped, refused };
+  return { leased, dropped, refused, more };
 }

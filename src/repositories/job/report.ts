@@ -129,6 +129,9 @@ export async function jobReport(
         error = CASE WHEN j.state = 'running' AND i.outcome = 'failed' THEN i.error ELSE j.error END,
         lease_expires_at = NULL,
         deadline = CASE WHEN ${requeue} THEN NULL ELSE j.deadline END,
+        -- the slots it held are released below, for the whole batch at once (the row trigger of
+        -- migration 0007 stands aside when a statement clears holds_slot itself)
+        holds_slot = false,
         updated_at = ${n}
       -- several reports of one job in a batch (a worker repeating itself, or a stale and a current
       -- holder whose requests were combined): of those carrying the job's token, the first applies.
@@ -162,6 +165,16 @@ export async function jobReport(
     notify AS (
       SELECT pg_notify(${JOBS_CHANNEL}, (extract(epoch FROM min(u.run_at)) * 1000)::bigint::text)
       FROM upd u WHERE u.state = 'queued' HAVING count(*) > 0
+    ),
+    -- flow control: the slots of the jobs that stopped running are free again; waiting workers
+    -- are woken. Without a held slot anywhere, one probe of an empty index.
+    released AS (
+      UPDATE flow_slot s SET job_id = NULL, released_at = ${n}
+      WHERE s.job_id = ANY (ARRAY(SELECT u.id FROM upd u)) AND EXISTS (SELECT 1 FROM flow_slot x WHERE x.job_id IS NOT NULL)
+      RETURNING s.job_id
+    ),
+    slot_notify AS (
+      SELECT pg_notify(${JOBS_CHANNEL}, '') FROM released HAVING count(*) > 0
     )
     SELECT i.ord,
            CASE WHEN u.id IS NOT NULL THEN
@@ -173,7 +186,7 @@ export async function jobReport(
                 ELSE 'lease-lost' END AS verdict,
            coalesce(u.state, j.state) AS cur_state,
            coalesce(u.used_token, j.lease_token) = i.token AS token_matches,
-           (SELECT count(*) FROM notify) + (SELECT count(*) FROM saved) AS side_effects,
+           (SELECT count(*) FROM notify) + (SELECT count(*) FROM saved) + (SELECT count(*) FROM slot_notify) AS side_effects,
            ${pick}
     FROM input i
     LEFT JOIN upd u ON u.id = i.id
