@@ -415,6 +415,24 @@ export class JobService {
     }
   }
 
+  /**
+   * Gives a lease back: the job is queued again at once, the attempt not counted (a worker that
+   * stops before it began the work, or gives up its jobs when it shuts down). Repeating it is a 409:
+   * the token is no longer the job's lease.
+   */
+  async release(id: string, leaseToken: string): Promise<Job> {
+    const released = await jobReleaseLeases(this.db, [{ id, leaseToken }], this.ctx.clock.now());
+    const job = await this.get(id);
+    if (released === 0) {
+      throw new DomainError(
+        'lease_lost',
+        `The lease token is not the current lease of job ${id} (the job is ${job.state} now): there is no lease of it to give back.`,
+      );
+    }
+    this.ctx.logger.info({ jobId: id, type: job.type }, 'lease given back');
+    return job;
+  }
+
   async heartbeat(id: string, req: HeartbeatRequest): Promise<HeartbeatAnswer> {
     const now = this.ctx.clock.now();
     const r = await jobHeartbeat(this.db, {

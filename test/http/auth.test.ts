@@ -41,6 +41,7 @@ const MATRIX: [Method, string, Role[]][] = [
   ['post', '/jobs/1/retry', ['admin']],
   ['post', '/jobs/next', ['admin', 'worker']],
   ['post', '/jobs/1/heartbeat', ['admin', 'worker']],
+  ['post', '/jobs/1/release', ['admin', 'worker']],
   ['post', '/jobs/1/finished', ['admin', 'worker']],
   ['post', '/jobs/1/failed', ['admin', 'worker']],
   ['post', '/jobs/reports', ['admin', 'worker']],

@@ -251,6 +251,35 @@ describe('POST /jobs/{id}/finished', () => {
   });
 });
 
+describe('POST /jobs/{id}/release', () => {
+  it('gives the lease back: queued again at once, the attempt not counted, leasable by the next worker', async () => {
+    const created = await api.create({ type: 't', maxAttempts: 1 });
+    const job = await leaseOne();
+    const res = await api.post(`/jobs/${job.id}/release`, { leaseToken: job.leaseToken });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body).toMatchObject({ id: created.id, state: 'queued', attempts: 0, worker: null, startedAt: null });
+    const again = await leaseOne({ worker: 'w2' });
+    expect(again).toMatchObject({ id: created.id, attempts: 1, worker: 'w2' });
+    // the old token is not a lease any more: giving it back again, or reporting with it, is a 409
+    expect((await api.post(`/jobs/${job.id}/release`, { leaseToken: job.leaseToken })).status).toBe(409);
+    expect((await api.post(`/jobs/${job.id}/finished`, { leaseToken: job.leaseToken })).status).toBe(409);
+    expect((await api.post(`/jobs/${again.id}/finished`, { leaseToken: again.leaseToken })).status).toBe(200);
+  });
+
+  it('answers 409 for a finished job, 404 for an unknown one, 400 for a malformed token', async () => {
+    await api.create({ type: 't' });
+    const job = await leaseOne();
+    expect((await api.post(`/jobs/${job.id}/finished`, { leaseToken: job.leaseToken })).status).toBe(200);
+    const late = await api.post(`/jobs/${job.id}/release`, { leaseToken: job.leaseToken });
+    expect(late.status).toBe(409);
+    expect(late.body.detail).toMatch(/finished/);
+    expect((await api.post('/jobs/999999/release', { leaseToken: WRONG_TOKEN })).status).toBe(404);
+    const bad = await api.post(`/jobs/${job.id}/release`, { leaseToken: 'nope' });
+    expect(bad.status).toBe(400);
+    expect((await api.get(`/jobs/${job.id}`)).body.state).toBe('finished');
+  });
+});
+
 describe('POST /jobs/{id}/failed', () => {
   it('queues the job again after an exponential backoff while attempts remain, then fails it', async () => {
     const created = await api.create({ type: 't', maxAttempts: 3 });

@@ -28,6 +28,7 @@ import {
   LeaseBody,
   leasedJobDto,
   LeaseResponse,
+  ReleaseBody,
   ReportsBody,
   ReportsResponse,
 } from '../schemas/workers.js';
@@ -287,6 +288,24 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           await jobs.heartbeat(request.params.id, { leaseToken: b.leaseToken, leaseMs: b.lease, progress: b.progress, state: b.state }),
         );
       },
+    );
+
+    app.post(
+      '/jobs/:id/release',
+      {
+        config: { access: 'jobs:work' },
+        schema: {
+          tags: ['workers'],
+          summary: 'Give a lease back',
+          description:
+            'The job is queued again at once and the attempt is not counted: for a worker that stops before it could do the work. ' +
+            'A token that is not the current lease (repeated, stale, or the job was reported) is 409.',
+          params: JobIdParams,
+          body: ReleaseBody,
+          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
+        },
+      },
+      async (request) => jobDto(await jobs.release(request.params.id, request.body.leaseToken)),
     );
 
     app.post(

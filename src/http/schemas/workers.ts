@@ -128,6 +128,12 @@ export const FinishedBody = body(
   example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', result: { sent: true } },
 });
 
+export const ReleaseBody = body({ leaseToken: LeaseToken }, {}).meta({
+  id: 'Release',
+  additionalProperties: false,
+  example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00' },
+});
+
 const RetryIn = durationString({
   minMs: 0,
   maxMs: MAX_DURATION_MS,
