@@ -1,0 +1,20 @@
+export {
+  createJobclockClient,
+  type Job,
+  type JobclockClient,
+  type JobclockClientOptions,
+  type LeasedJob,
+  type Problem,
+  type Schemas,
+} from './client.js';
+export type { components, paths } from './client.js';
+export {
+  HttpError,
+  type Handler,
+  type JobContext,
+  JobStopped,
+  RetryLater,
+  Worker,
+  type WorkerEvents,
+  type WorkerOptions,
+} from './worker.js';
