@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
@@ -62,8 +63,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   registerJsonParser(app);
 
+  const closing = closeConnectionsOnClose(app as unknown as FastifyInstance);
+
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', String(request.id));
+    if (closing()) void reply.header('connection', 'close');
   });
   app.addHook('onResponse', async (request, reply) => {
     const status = reply.statusCode;
@@ -110,4 +114,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   return app as unknown as FastifyInstance;
+}
+
+/**
+ * Closing the app must not wait on clients. A connection that has not sent a byte carries no
+ * request, yet Node counts it as active (its headers timer runs) and server.close() waits for it
+ * up to headersTimeout (60 s): an HTTP client that opens a socket for a request it then aborts
+ * leaves one behind. Those are closed at once. A request in flight still gets its answer, sent with
+ * `connection: close` so that its keep-alive connection ends with it instead of after
+ * keepAliveTimeout; idle keep-alive connections are closed by Node itself.
+ */
+function closeConnectionsOnClose(app: FastifyInstance): () => boolean {
+  const sockets = new Set<Socket>();
+  let closing = false;
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  app.addHook('preClose', (done) => {
+    closing = true;
+    for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+    done();
+  });
+  return () => closing;
 }
