@@ -1,6 +1,6 @@
 /** The TypeScript Worker runner (clients/typescript) against the real server and database, over real HTTP. */
 import request from 'supertest';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JobStopped, RetryLater, Worker, type WorkerOptions } from '../../clients/typescript/src/index.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { bearer, createTestStack, type TestStack, TOKENS } from '../support/app.js';
@@ -31,8 +31,6 @@ beforeAll(async () => {
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((w) => w.stop(100)));
 });
-// the workers' keep-alive sockets would hold the server's close until they time out
-afterAll(() => stack.app.server.closeAllConnections());
 
 const newWorker = (options: Omit<WorkerOptions, 'url' | 'token'>, to = () => url) => {
   const w = new Worker({ url: to(), token: workerToken, waitMs: 2_000, ...options });
@@ -238,6 +236,24 @@ describe('Worker', () => {
     await until(async () => (await states()).running === 5, 5_000);
     await w.stop(5_000);
     expect(await states()).toEqual({ finished: 5 });
+  });
+
+  it('stop() in the middle of a fast stream strands no job: a lease already answering is run', async () => {
+    await createJobs(10_000, { type: 'stream' });
+    let finished = 0;
+    const runners = Array.from({ length: 4 }, (_, i) =>
+      newWorker({ workerId: `stream-${i}`, concurrency: 100, handlers: { stream: () => undefined } }),
+    );
+    for (const w of runners) {
+      w.on('job:finish', () => finished++);
+      await w.start();
+    }
+    await until(() => finished >= 2_000, 30_000);
+    await Promise.all(runners.map((w) => w.stop(5_000)));
+    const s = await states();
+    expect(s.running ?? 0).toBe(0); // nothing left leased until its lease expires
+    expect(s.finished).toBe(finished); // every job a handler ran was reported
+    expect((s.finished ?? 0) + (s.queued ?? 0)).toBe(10_000);
   });
 
   it('loses nothing when the server restarts mid-run', async () => {

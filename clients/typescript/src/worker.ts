@@ -16,8 +16,9 @@
  * - For a job of a periodic task, `ctx.saveState(s)` saves state at once (a heartbeat) and hands it
  *   to the task's next run as `job.taskState`; so does returning an object with a `state` field
  *   (the rest of it is the result).
- * - stop() stops leasing (its own long-poll is abandoned: the server gives back what it had
- *   claimed for it), waits for running handlers up to `stopTimeoutMs`, then aborts the rest and
+ * - stop() stops leasing: a lease in flight gets a moment to answer (one that finds jobs answers
+ *   within milliseconds, and its jobs are run); a long-poll still waiting after that is abandoned
+ *   (the server gives back what it claims for a request that went away). It then waits for running handlers up to `stopTimeoutMs`, then aborts the rest and
  *   gives their leases back (POST /jobs/{id}/release: queued again at once, the attempt not
  *   counted), and sends the reports still queued.
  * - 503s and connection errors are retried with a capped exponential back-off: a server restart
@@ -27,7 +28,8 @@
 import { EventEmitter } from 'node:events';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { createJobclockClient, type JobclockClient, type LeasedJob } from './client.js';
+import { Pool } from 'undici';
+import type { LeasedJob } from './client.js';
 
 export type { LeasedJob };
 
@@ -94,16 +96,23 @@ export interface WorkerOptions {
   maxLoadAverage?: number;
   /** Longest back-off after errors (default 5 s). */
   maxBackoffMs?: number;
-  /** Another fetch (tests, proxies). */
-  fetch?: typeof fetch;
+  /** Connections to jobclock (default 8): one holds the long-poll, the others carry reports and heartbeats. */
+  connections?: number;
   /** The time, for deadlines (default Date.now). */
   now?: () => number;
 }
 
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
 interface Running {
   job: LeasedJob;
-  controller: AbortController;
-  heartbeat: NodeJS.Timeout | null;
+  /** Made when the handler first looks at ctx.signal, or when the job must stop. */
+  controller: AbortController | null;
+  /** When the next heartbeat is due (performance.now()). */
+  beatAt: number;
   deadline: NodeJS.Timeout | null;
   progress: unknown;
   state: { value: unknown } | null;
@@ -135,6 +144,8 @@ export interface WorkerEvents {
 
 const MAX_LIMIT = 100;
 const MAX_REPORTS = 100;
+/** How long stop() lets a lease in flight answer before it abandons it as a waiting long-poll. */
+const STOP_LEASE_GRACE_MS = 250;
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -153,11 +164,12 @@ class Unavailable extends Error {}
 
 export class Worker extends EventEmitter<WorkerEvents> {
   readonly id: string;
-  private readonly api: JobclockClient;
   private readonly handlers: Record<string, Handler>;
   private readonly types: string[];
   private readonly concurrency: number;
   private readonly leaseMs: number;
+  private readonly beatEveryMs: number;
+  private beats: NodeJS.Timeout | null = null;
   private readonly waitMs: number;
   private readonly stopTimeoutMs: number;
   private readonly reportDelayMs: number;
@@ -173,9 +185,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private reportTimer: NodeJS.Timeout | null = null;
   private sending = new Set<Promise<void>>();
   private leaseAnswered = false;
-  private readonly fetch: typeof fetch;
-  private readonly leaseUrl: string;
+  private readonly origin: string;
+  private readonly prefix: string;
   private readonly headers: Record<string, string>;
+  private http: Pool | null = null;
   private elu = performance.eventLoopUtilization();
   private eluAt = 0;
   private eluValue = 0;
@@ -194,15 +207,16 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1_000 || this.leaseMs > 86_400_000) {
       throw new TypeError(`Worker: leaseMs must be from 1000 (1 s) to 86400000 (24 h), got ${options.leaseMs}`);
     }
+    this.beatEveryMs = Math.floor(this.leaseMs / 3);
     this.waitMs = Math.min(options.waitMs ?? 30_000, 60_000);
     this.stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
     this.reportDelayMs = options.reportDelayMs ?? 5;
     this.maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.now = options.now ?? Date.now;
     this.id = options.workerId ?? `${os.hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-    this.api = createJobclockClient({ url: options.url, token: options.token, ...(options.fetch ? { fetch: options.fetch } : {}) });
-    this.fetch = options.fetch ?? fetch;
-    this.leaseUrl = `${options.url.replace(/\/+$/, '')}/jobs/next`;
+    const url = new URL(options.url);
+    this.origin = url.origin;
+    this.prefix = url.pathname.replace(/\/+$/, '');
     this.headers = { 'content-type': 'application/json', ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) };
   }
 
@@ -215,6 +229,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   async start(): Promise<void> {
     if (this.leaseLoop) return;
     this.stopping = false;
+    // undici's Pool rather than fetch: a third of the CPU per request, which a worker running
+    // thousands of short jobs a second shares with its handlers.
+    this.http ??= new Pool(this.origin, { connections: this.options.connections ?? 8, keepAliveTimeout: 30_000 });
     this.leaseLoop = this.loop();
   }
 
@@ -224,8 +241,13 @@ export class Worker extends EventEmitter<WorkerEvents> {
    */
   async stop(timeoutMs = this.stopTimeoutMs): Promise<void> {
     this.stopping = true;
-    if (!this.leaseAnswered) this.leasing?.abort();
     this.slotFreed?.();
+    if (this.leasing && this.leaseLoop) {
+      // Cutting off a lease whose answer is already on its way would strand its jobs until their
+      // leases expire: only a long-poll that is still waiting after a moment is abandoned.
+      const returned = await Promise.race([this.leaseLoop.then(() => true), sleep(STOP_LEASE_GRACE_MS).then(() => false)]);
+      if (!returned && !this.leaseAnswered) this.leasing?.abort();
+    }
     await this.leaseLoop;
     this.leaseLoop = null;
     const ended = this.untilIdle();
@@ -235,11 +257,19 @@ export class Worker extends EventEmitter<WorkerEvents> {
       // (a handler that ignores its signal may still be running; its report would be refused).
       await Promise.all(
         [...this.running.values()].map(async (r) => {
-          r.controller.abort(new JobStopped('worker-stopping', 'The worker is stopping; the job was given back.'));
+          abort(r, new JobStopped('worker-stopping', 'The worker is stopping; the job was given back.'));
           await this.giveBack(r);
         }),
       );
     }
+    await this.flushReports(true);
+    const http = this.http;
+    this.http = null;
+    await http?.close();
+  }
+
+  /** Sends the reports queued now and waits for every report in flight to be answered. */
+  async flush(): Promise<void> {
     await this.flushReports(true);
   }
 
@@ -283,31 +313,52 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   /**
-   * One long-poll. Sent with fetch itself (the hot path): once its answer has begun to arrive, stop()
-   * no longer aborts it, since the jobs in it are leased already and are run (or given back).
+   * One long-poll. Once its answer has begun to arrive, stop() no longer aborts it, since the jobs
+   * in it are leased already and are run (or given back).
    */
   private async lease(limit: number, signal: AbortSignal): Promise<LeasedJob[]> {
     this.leaseAnswered = false;
-    let res: Response;
+    const body = { worker: this.id, types: this.types, limit, wait: `${this.waitMs}ms`, lease: `${this.leaseMs}ms` };
+    let res: Answer;
     try {
-      res = await this.fetch(this.leaseUrl, {
-        method: 'POST',
-        headers: this.headers,
-        body: JSON.stringify({ worker: this.id, types: this.types, limit, wait: `${this.waitMs}ms`, lease: `${this.leaseMs}ms` }),
-        signal,
-      });
-      this.leaseAnswered = true;
-      if (res.status === 204) {
-        await res.body?.cancel();
-        return [];
-      }
-      const body = (await res.json()) as unknown;
-      if (res.status === 200) return (body as { jobs: LeasedJob[] }).jobs;
-      throw this.httpError('POST /jobs/next', res, body);
+      res = await this.call('POST', '/jobs/next', body, signal, () => (this.leaseAnswered = true));
     } catch (err) {
-      if (err instanceof HttpError || err instanceof Unavailable) throw err;
       if (signal.aborted) return [];
-      throw new Unavailable(`POST /jobs/next: ${(err as Error).message}`, { cause: err });
+      throw err;
+    }
+    if (res.status === 204) return [];
+    if (res.status === 200) return (res.body as { jobs: LeasedJob[] }).jobs;
+    throw this.httpError('POST /jobs/next', res);
+  }
+
+  /**
+   * One request; a connection error is `Unavailable`. `answered` runs when the answer's head
+   * arrives, before its body is read.
+   */
+  private async call(method: 'POST', path: string, body: unknown, signal?: AbortSignal, answered?: () => void): Promise<Answer> {
+    const http = this.http;
+    if (!http) throw new Unavailable(`${method} ${path}: the worker is stopped`);
+    try {
+      const res = await http.request({
+        method,
+        path: this.prefix + path,
+        headers: this.headers,
+        body: JSON.stringify(body),
+        ...(signal ? { signal } : {}),
+      });
+      answered?.();
+      const text = await res.body.text();
+      let parsed: unknown = null;
+      if (text.length > 0) {
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = text;
+        }
+      }
+      return { status: res.statusCode, body: parsed };
+    } catch (err) {
+      throw new Unavailable(`${method} ${path}: ${(err as Error).message}`, { cause: err });
     }
   }
 
@@ -333,24 +384,30 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private run(job: LeasedJob): void {
     const r: Running = {
       job,
-      controller: new AbortController(),
-      heartbeat: null,
+      controller: null,
+      beatAt: performance.now() + this.beatEveryMs,
       deadline: null,
       progress: undefined,
       state: null,
       settled: false,
     };
     this.running.set(job.id, r);
-    r.heartbeat = setInterval(() => void this.beat(r).catch(() => undefined), Math.max(100, Math.floor(this.leaseMs / 3)));
+    // One timer beats for every running job (a timer per job cost more than a no-op job itself).
+    if (!this.beats) {
+      this.beats = setInterval(() => this.beatDue(), Math.min(1_000, Math.max(50, Math.floor(this.beatEveryMs / 4))));
+      this.beats.unref(); // what keeps the process alive is the handler's own work
+    }
     if (job.deadline) {
       const left = Date.parse(job.deadline) - this.now();
       r.deadline = setTimeout(
-        () => r.controller.abort(new JobStopped('deadline', `Job ${job.id} passed its deadline ${job.deadline}.`)),
+        () => abort(r, new JobStopped('deadline', `Job ${job.id} passed its deadline ${job.deadline}.`)),
         Math.max(0, left),
       );
     }
     const ctx: JobContext = {
-      signal: r.controller.signal,
+      get signal() {
+        return (r.controller ??= new AbortController()).signal;
+      },
       taskState: job.taskState ?? null,
       progress: async (progress) => {
         r.progress = progress;
@@ -406,48 +463,55 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /** The handler returned or threw: its timers stop and its slot is free. */
   private end(r: Running): void {
-    if (r.heartbeat) clearInterval(r.heartbeat);
     if (r.deadline) clearTimeout(r.deadline);
-    r.heartbeat = r.deadline = null;
+    r.deadline = null;
     if (this.running.get(r.job.id) === r) this.running.delete(r.job.id);
     this.slotFreed?.();
   }
 
+  /** Heartbeats the running jobs whose beat is due. */
+  private beatDue(): void {
+    if (this.running.size === 0) {
+      if (this.beats) clearInterval(this.beats);
+      this.beats = null;
+      return;
+    }
+    const t = performance.now();
+    for (const r of this.running.values()) if (!r.settled && r.beatAt <= t) void this.beat(r).catch(() => undefined);
+  }
+
   private async beat(r: Running): Promise<void> {
     if (r.settled) return;
-    let res;
+    r.beatAt = performance.now() + this.beatEveryMs;
+    const path = `/jobs/${encodeURIComponent(r.job.id)}/heartbeat`;
+    let res: Answer;
     try {
-      res = await this.api.POST('/jobs/{id}/heartbeat', {
-        params: { path: { id: r.job.id } },
-        body: {
-          leaseToken: r.job.leaseToken,
-          ...(r.progress === undefined ? {} : { progress: r.progress }),
-          ...(r.state ? { state: r.state.value } : {}),
-        },
+      res = await this.call('POST', path, {
+        leaseToken: r.job.leaseToken,
+        ...(r.progress === undefined ? {} : { progress: r.progress }),
+        ...(r.state ? { state: r.state.value } : {}),
       });
     } catch (err) {
-      this.report(new Unavailable(`POST /jobs/${r.job.id}/heartbeat: ${(err as Error).message}`, { cause: err }));
+      this.report(err);
       return; // the next beat tries again, well inside the lease
     }
-    if (res.data) {
-      if (res.data.cancel && !r.controller.signal.aborted) {
-        r.controller.abort(new JobStopped('cancelled', `Job ${r.job.id} was cancelled or passed its deadline: stop and report.`));
+    if (res.status === 200) {
+      if ((res.body as { cancel?: boolean }).cancel && !r.controller?.signal.aborted) {
+        abort(r, new JobStopped('cancelled', `Job ${r.job.id} was cancelled or passed its deadline: stop and report.`));
       }
       return;
     }
-    if (res.response.status === 404 || res.response.status === 409) {
-      this.lost(r, problemDetail(res.error) ?? `heartbeat answered ${res.response.status}`);
+    if (res.status === 404 || res.status === 409) {
+      this.lost(r, problemDetail(res.body) ?? `heartbeat answered ${res.status}`);
       return;
     }
-    this.report(this.httpError(`POST /jobs/${r.job.id}/heartbeat`, res.response, res.error));
+    this.report(this.httpError(`POST ${path}`, res));
   }
 
   private lost(r: Running, detail: string): void {
     if (r.settled) return;
     r.settled = true;
-    if (r.heartbeat) clearInterval(r.heartbeat);
-    r.heartbeat = null;
-    r.controller.abort(new JobStopped('lease-lost', `The lease of job ${r.job.id} was lost: ${detail}`));
+    abort(r, new JobStopped('lease-lost', `The lease of job ${r.job.id} was lost: ${detail}`));
     this.emit('job:lost', r.job, detail);
   }
 
@@ -457,16 +521,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.end(r);
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.api.POST('/jobs/{id}/release', {
-          params: { path: { id: r.job.id } },
-          body: { leaseToken: r.job.leaseToken },
-        });
-        if (res.data) this.emit('job:released', r.job);
-        else this.emit('job:lost', r.job, problemDetail(res.error) ?? `release answered ${res.response.status}`);
+        const res = await this.call('POST', `/jobs/${encodeURIComponent(r.job.id)}/release`, { leaseToken: r.job.leaseToken });
+        if (res.status === 503 || res.status === 502 || res.status === 504) throw this.httpError(`POST /jobs/${r.job.id}/release`, res);
+        if (res.status === 200) this.emit('job:released', r.job);
+        else this.emit('job:lost', r.job, problemDetail(res.body) ?? `release answered ${res.status}`);
         return;
       } catch (err) {
         if (attempt >= 5) {
-          this.report(new Unavailable(`POST /jobs/${r.job.id}/release: ${(err as Error).message}`, { cause: err }));
+          this.report(err);
           return; // the lease expires on its own and the job is queued again
         }
         await sleep(this.backoff(attempt));
@@ -498,9 +560,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private async send(batch: Report[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.api.POST('/jobs/reports', { body: { reports: batch as never } });
-        if (res.data) {
-          for (const [i, result] of res.data.results.entries()) {
+        const res = await this.call('POST', '/jobs/reports', { reports: batch });
+        if (res.status === 200) {
+          for (const [i, result] of (res.body as { results: { status: number; detail?: string }[] }).results.entries()) {
             if (result.status !== 200) {
               const job = { id: batch[i]!.id } as LeasedJob;
               this.emit('job:lost', job, result.detail ?? `report answered ${result.status}`);
@@ -508,7 +570,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
           }
           return;
         }
-        throw this.httpError('POST /jobs/reports', res.response, res.error);
+        throw this.httpError('POST /jobs/reports', res);
       } catch (err) {
         const retriable = err instanceof Unavailable || !(err instanceof HttpError);
         this.report(err);
@@ -525,12 +587,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return ms / 2 + Math.random() * (ms / 2);
   }
 
-  private httpError(what: string, response: Response, problem: unknown): Error {
-    const detail = problemDetail(problem) ?? response.statusText;
-    if (response.status === 503 || response.status === 502 || response.status === 504) {
-      return new Unavailable(`${what}: ${response.status} ${detail}`);
+  private httpError(what: string, res: Answer): Error {
+    const detail = problemDetail(res.body) ?? (typeof res.body === 'string' ? res.body.slice(0, 200) : '');
+    if (res.status === 503 || res.status === 502 || res.status === 504) {
+      return new Unavailable(`${what}: ${res.status} ${detail}`);
     }
-    return new HttpError(`${what}: ${response.status} ${detail}`, response.status);
+    return new HttpError(`${what}: ${res.status} ${detail}`, res.status);
   }
 
   private report(err: unknown): void {
@@ -547,6 +609,10 @@ export class HttpError extends Error {
     super(message);
     this.name = 'HttpError';
   }
+}
+
+function abort(r: Running, reason: JobStopped): void {
+  (r.controller ??= new AbortController()).abort(reason);
 }
 
 function problemDetail(problem: unknown): string | undefined {
