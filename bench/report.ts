@@ -111,6 +111,9 @@ export function summarize(
     { key: 'c.graphile018', label: 'graphile 0.18' },
     { key: 'a.raw100', label: 'raw 100' },
   ]);
+  rate('b.runner', '(b) @jobclock/client Worker, no-op handlers, 4 runners × 100 slots', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop', min: 0.9 },
+  ]);
   rate('b.types', '(b) jobclock: the same with types alone', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.wait', '(b) jobclock: the same with wait alone', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.reports', '(b) jobclock: the same with neither', 'jobs/s', [

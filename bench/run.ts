@@ -39,6 +39,7 @@ import {
   jobclockPolicy,
   jobclockPolicyRate,
   jobclockLimited,
+  jobclockRunner,
 } from './measure/worker-protocol.js';
 import { renderTable, type RoundResults, summarize, summarizeCpu } from './report.js';
 
@@ -73,6 +74,7 @@ const UNITS: Unit[] = [
   jobclockLease100,
   slimLease100,
   jobclockLoop,
+  jobclockRunner,
   pgBoss12Fetch,
   jobclockTypes,
   graphile018Processing,

@@ -63,6 +63,12 @@ export interface Until {
 }
 
 /**
+ * What a phase did: a count of jobs, or the count and the moment its work ended, when what follows
+ * it is shutting down rather than work (a worker's stop() letting a waiting long-poll go).
+ */
+export type PhaseResult = number | { done: number; endedAt: number };
+
+/**
  * Runs the workload untimed first — JIT compilation, plan caches, pool connections: costs that a
  * long-running service paid long ago and that otherwise land in the first second of a 4-second
  * window — for `warmupMs` or until `warmupJobs` are done, then again, timed, until `timeboxMs` ends
@@ -73,15 +79,16 @@ export interface Until {
 export async function warmThenTime(
   ctx: BenchContext,
   timeboxMs: number,
-  phase: (until: Until) => Promise<number>,
+  phase: (until: Until) => Promise<PhaseResult>,
   warmupJobs = Number.POSITIVE_INFINITY,
 ): Promise<Timed> {
-  const warmup = await phase({ deadline: performance.now() + warmupMs(ctx), jobs: warmupJobs });
+  const w = await phase({ deadline: performance.now() + warmupMs(ctx), jobs: warmupJobs });
+  const warmup = typeof w === 'number' ? w : w.done;
   const meter = startCpuMeter(ctx.host.tid);
   const started = performance.now();
-  const done = await phase({ deadline: started + timeboxMs, jobs: Number.POSITIVE_INFINITY });
-  const ms = performance.now() - started;
-  return { done, warmup, ms, cpu: meter.stop() };
+  const r = await phase({ deadline: started + timeboxMs, jobs: Number.POSITIVE_INFINITY });
+  const ms = (typeof r === 'number' ? performance.now() : r.endedAt) - started;
+  return { done: typeof r === 'number' ? r : r.done, warmup, ms, cpu: meter.stop() };
 }
 
 /** A throughput result from a warmed-up run over a queue of `queued` jobs. */

@@ -2,6 +2,7 @@
  * (a) raw SQL claim-and-finish loops, (b) jobclock workers over HTTP, (c) pg-boss and
  * graphile-worker processing the same number of no-op jobs in-process.
  */
+import { Worker } from '../../clients/typescript/src/index.js';
 import { run as runGraphile018 } from 'graphile-worker-018';
 import { PgBoss as PgBoss12 } from 'pg-boss-12';
 import type pg from 'pg';
@@ -477,6 +478,72 @@ export const jobclockInterleaved: Unit = {
       return { value: extra['types+wait jobs/s']! / extra['neither jobs/s']!, extra };
     } finally {
       client?.close();
+      await ctx.host.close().catch(() => undefined);
+      await db.retire();
+    }
+  },
+};
+
+/**
+ * The Worker runner of @jobclock/client with no-op handlers: 4 runners of 100 slots each, on the
+ * same queue as the README loop (b.loop), its hand-written equivalent. A phase ends with stop(),
+ * which waits for the running handlers and sends the reports still queued; when the queue is
+ * drained, the clock stops once the last reports are answered (flush()), as b.loop's does.
+ */
+export const jobclockRunner: Unit = {
+  key: 'b.runner',
+  guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
+  async run(ctx) {
+    const db = await ctx.server.createDatabase(await ctx.templates.jobclockJobs());
+    try {
+      const n = ctx.templates.jobs;
+      const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
+      await db.settle();
+      let finished = 0;
+      const t = await warmThenTime(
+        ctx,
+        processingTimeboxMs(ctx),
+        async (until) => {
+          let done = 0;
+          let allDone!: () => void;
+          const over = new Promise<void>((resolve) => (allDone = resolve));
+          const runners = Array.from(
+            { length: 4 },
+            (_, i) =>
+              new Worker({
+                url: base,
+                token: tokenOf('worker'),
+                workerId: `bench-runner-${i}`,
+                concurrency: 100,
+                handlers: { noop: () => undefined },
+              }),
+          );
+          for (const w of runners) {
+            w.on('error', (err) => ctx.log(`b.runner: ${(err as Error).message}`));
+            w.on('job:finish', () => {
+              done++;
+              finished++;
+              if (done >= until.jobs || finished >= n) allDone();
+            });
+            await w.start();
+          }
+          const left = until.deadline - performance.now();
+          await Promise.race([over, new Promise((resolve) => setTimeout(resolve, Math.max(0, left)))]);
+          // Drained: every report is answered once flushed, and nothing is left to lease; the clock
+          // stops there, not after stop() has let the runners' waiting long-polls go.
+          const drained = finished >= n;
+          if (drained) await Promise.all(runners.map((w) => w.flush()));
+          const endedAt = performance.now();
+          await Promise.all(runners.map((w) => w.stop(10_000)));
+          return drained ? { done, endedAt } : done;
+        },
+        warmupJobs(ctx),
+      );
+      const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
+      const inDb = (check.rows[0] as { n: number }).n;
+      if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} jobs ran but ${inDb} jobs are finished`);
+      return timedRate(t, n);
+    } finally {
       await ctx.host.close().catch(() => undefined);
       await db.retire();
     }
