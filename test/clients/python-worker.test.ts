@@ -4,6 +4,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +34,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'jobclock-py-'));
 });
 afterAll(async () => {
+  for (const d of drivers) if (d.proc.exitCode === null && d.proc.signalCode === null) d.proc.kill('SIGKILL'); // a failed test's
   await reaper?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -49,9 +51,14 @@ interface Driver {
 }
 
 let runs = 0;
+const drivers: Driver[] = [];
 function startDriver(scenario: string, ...extra: string[]): Driver {
+  return startDriverAt(base, scenario, ...extra);
+}
+
+function startDriverAt(url: string, scenario: string, ...extra: string[]): Driver {
   const out = join(dir, `${scenario}-${++runs}.jsonl`);
-  const proc = spawn('python3', [DRIVER, scenario, base, WORKER_TOKEN, out, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn('python3', [DRIVER, scenario, url, WORKER_TOKEN, out, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   proc.stderr!.on('data', (b: Buffer) => (err += b.toString()));
   const events = (): Event[] => {
@@ -66,13 +73,15 @@ function startDriver(scenario: string, ...extra: string[]): Driver {
       .filter((l) => l.trim() !== '')
       .map((l) => JSON.parse(l) as Event);
   };
-  return {
+  const driver: Driver = {
     proc,
     events,
     ran: () => events().flatMap((e) => (e.event === 'ran' ? [e.id!] : [])),
     exited: new Promise((resolve) => proc.on('exit', (code) => resolve(code))),
     stderr: () => err,
   };
+  drivers.push(driver);
+  return driver;
 }
 
 async function stopDriver(d: Driver): Promise<number | null> {
@@ -141,6 +150,63 @@ describe.skipIf(!hasPython)('the Python worker (clients/python/jobclock_worker.p
     expect(stats.every((s) => s.lost === 0 && s.given_back === 0)).toBe(true);
   });
 
+  it('retries leasing and reports through 503s and dropped connections, losing no job', async () => {
+    // a proxy in front of the server: the first 3 lease requests and the first 2 report requests
+    // answer 503, the 4th lease request and the 3rd report request lose their connection
+    const seen = { lease: 0, reports: 0 };
+    const proxy: Server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const kind = req.url === '/jobs/next' ? 'lease' : req.url === '/jobs/reports' ? 'reports' : null;
+        const n = kind ? ++seen[kind] : 0;
+        const fail503 = (kind === 'lease' && n <= 3) || (kind === 'reports' && n <= 2);
+        const drop = (kind === 'lease' && n === 4) || (kind === 'reports' && n === 3);
+        if (fail503) {
+          res.writeHead(503, { 'content-type': 'application/problem+json' });
+          res.end(
+            JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'the database is unreachable' }),
+          );
+          return;
+        }
+        if (drop) {
+          req.socket.destroy();
+          return;
+        }
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(req.headers))
+          if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers[k] = v;
+        fetch(base + req.url!, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined })
+          .then(async (r) => {
+            const body = Buffer.from(await r.arrayBuffer());
+            res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+            res.end(body);
+          })
+          .catch(() => req.socket.destroy());
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const created = await call('POST', '/jobs/batch', { jobs: Array.from({ length: 20 }, () => ({ type: 'py.count' })) });
+      const d = startDriverAt(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, 'count');
+      await until(
+        '20 jobs finished',
+        async () => (await call('GET', '/jobs?type=py.count&state=finished&limit=100')).body.items.length === 20,
+      );
+      await stopDriver(d);
+      expect([...d.ran()].sort()).toEqual(created.body.jobs.map((j: { id: string }) => j.id).sort());
+      expect(seen.lease).toBeGreaterThan(4);
+      expect(seen.reports).toBeGreaterThan(3);
+      expect(d.stderr()).toContain('lease failed');
+      expect(d.stderr()).toContain('reports failed');
+      const stats = d.events().find((e) => e.event === 'stopped')!.stats as Record<string, number>;
+      expect(stats).toMatchObject({ leased: 20, finished: 20, lost: 0 });
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+    }
+  });
+
   it('keeps a 3 s job leased past its 1 s lease by heartbeats', async () => {
     const d = startDriver('long');
     const { body: created } = await call('POST', '/jobs', { type: 'py.long', args: { seconds: 3 } });
@@ -181,6 +247,22 @@ describe.skipIf(!hasPython)('the Python worker (clients/python/jobclock_worker.p
     expect(stats).toMatchObject({ leased: 1, finished: 1, lost: 0, given_back: 0 });
     expect(await job(created.id)).toMatchObject({ state: 'cancelled', attempts: 1 });
     expect((await events(created.id)).map((e) => e.kind)).toContain('cancelled');
+  });
+
+  it('sets ctx.cancelled when the deadline passes, and the report inside the grace is accepted', async () => {
+    const d = startDriver('cancel');
+    const { body: created } = await call('POST', '/jobs', { type: 'py.deadline', timebox: '1s' });
+    const ev = await until('the handler to see the deadline', () => d.events().find((e) => e.event === 'cancelled'));
+    expect(ev.reason).toBe('deadline');
+    const done = await until('the report', async () => {
+      const j = await job(created.id);
+      return j.state !== 'running' && j;
+    });
+    await stopDriver(d);
+    expect(done).toMatchObject({ state: 'finished', attempts: 1, result: { cancelled: true, reason: 'deadline' } });
+    const ranFor = Date.parse(done.finishedAt) - Date.parse(done.startedAt);
+    expect(ranFor).toBeGreaterThanOrEqual(1_000);
+    expect(ranFor).toBeLessThan(1_000 + 1_000); // inside the grace (10% of the timebox, at least 1 s)
   });
 
   it('hands state saved by one run of a periodic task to the next as taskState', async () => {

@@ -76,7 +76,7 @@ def busy(job, ctx):
 handlers = {
     "count": {"py.count": count},
     "long": {"py.long": long},
-    "cancel": {"py.cancel": cancellable},
+    "cancel": {"py.cancel": cancellable, "py.deadline": cancellable},
     "periodic": {"py.periodic": periodic},
     "stop": {"py.quick": quick, "py.stubborn": stubborn},
     "retry": {"py.busy": busy},
