@@ -294,8 +294,11 @@ class Worker:
             return
         self._stopping.set()
         self.log.info("worker %s stopping: waiting up to %ss for %d running job(s)", self.worker_id, timeout, self._running)
-        self._cut_long_poll()
         end = time.monotonic() + timeout
+        self._cut_long_poll()
+        lease_thread = self._threads[0] if self._threads else None
+        if lease_thread is not None and lease_thread is not threading.current_thread():
+            lease_thread.join(timeout=5.0)  # jobs in an answer that beat the cut are given back first
         with self._cond:
             self._cond.notify_all()
             while self._running > 0 and time.monotonic() < end:
@@ -357,6 +360,7 @@ class Worker:
         conn = cls(parts.hostname or "127.0.0.1", parts.port, timeout=self.wait_seconds + self.request_timeout)
         path = parts.path + (f"?{parts.query}" if parts.query else "")
         try:
+            conn.connect()  # before it is registered, so that stop() always finds a socket to cut
             with self._poll_lock:
                 if self._stopping.is_set():
                     return 204, None

@@ -13,9 +13,11 @@ import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { bearer, type TestStack, TOKENS } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
 
-const python = spawnSync('python3', ['--version'], { encoding: 'utf8' });
+/** The interpreter: python3, or JOBCLOCK_TEST_PYTHON (e.g. python3.9, the oldest the module supports). */
+const PYTHON = process.env.JOBCLOCK_TEST_PYTHON ?? 'python3';
+const python = spawnSync(PYTHON, ['--version'], { encoding: 'utf8' });
 const hasPython = python.status === 0;
-if (!hasPython) console.warn('test/clients/python-worker.test.ts skipped: `python3 --version` failed (python3 is not installed)');
+if (!hasPython) console.warn(`test/clients/python-worker.test.ts skipped: \`${PYTHON} --version\` failed (python3 is not installed)`);
 
 const DRIVER = join(import.meta.dirname, 'python', 'driver.py');
 const WORKER_TOKEN = TOKENS.find((t) => t.role === 'worker')!.token;
@@ -58,7 +60,7 @@ function startDriver(scenario: string, ...extra: string[]): Driver {
 
 function startDriverAt(url: string, scenario: string, ...extra: string[]): Driver {
   const out = join(dir, `${scenario}-${++runs}.jsonl`);
-  const proc = spawn('python3', [DRIVER, scenario, url, WORKER_TOKEN, out, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(PYTHON, [DRIVER, scenario, url, WORKER_TOKEN, out, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   proc.stderr!.on('data', (b: Buffer) => (err += b.toString()));
   const events = (): Event[] => {
@@ -122,6 +124,15 @@ async function events(id: string): Promise<Record<string, any>[]> {
 }
 
 describe.skipIf(!hasPython)('the Python worker (clients/python/jobclock_worker.py)', () => {
+  it('passes its unit tests (durations, backoff, what a return value or an exception reports)', () => {
+    const run = spawnSync(PYTHON, ['-m', 'unittest', 'test_jobclock_worker'], {
+      cwd: join(import.meta.dirname, 'python'),
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/Ran 1\d tests/);
+  });
+
   it('runs 300 jobs through 2 workers exactly once each, and stops on SIGTERM', async () => {
     const a = startDriver('count');
     const b = startDriver('count');
