@@ -392,7 +392,15 @@ class Worker:
     # ------------------------------------------------------------------ leasing
 
     def _free_slots(self) -> int:
-        return self.concurrency - len(self._active)
+        """Slots without a running handler; none while a full batch of reports waits to be accepted.
+
+        A job whose handler returned frees its slot at once (its report goes in the next batch), so
+        the worker is not idle for a report's round trip; the cap keeps a server that accepts no
+        reports from piling them up without bound.
+        """
+        if len(self._reports) + self._reports_in_flight >= _MAX_REPORT_BATCH:
+            return 0
+        return self.concurrency - self._running
 
     def _lease_loop(self) -> None:
         backoff = _Backoff(self.max_backoff)
@@ -511,7 +519,9 @@ class Worker:
     def _beat(self, ctx: JobContext) -> None:
         body = {"leaseToken": ctx.lease_token, "lease": format_duration(self.lease_seconds), **ctx._beat_fields()}
         try:
-            status, payload = self._request(f"/jobs/{urllib.parse.quote(ctx.id)}/heartbeat", body)
+            # one thread beats every job: a hung request must not hold the others past their leases
+            timeout = max(1.0, min(self.request_timeout, ctx._interval))
+            status, payload = self._request(f"/jobs/{urllib.parse.quote(ctx.id)}/heartbeat", body, timeout=timeout)
         except _Transient as e:
             ctx.next_beat = time.monotonic() + min(1.0, ctx._interval / 2)
             self.log.warning("heartbeat of job %s failed (%s); trying again", ctx.id, e)

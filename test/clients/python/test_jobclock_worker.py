@@ -109,6 +109,17 @@ class Outcomes(unittest.TestCase):
         self.assertAlmostEqual(jw.JobContext(leased(), 1.0, 0.0).next_beat, 1 / 3)
 
 
+class Slots(unittest.TestCase):
+    def test_a_returned_handler_frees_its_slot_but_a_full_batch_of_waiting_reports_stops_leasing(self):
+        w = jw.Worker("http://127.0.0.1:9", handlers={"t": print}, concurrency=4)
+        self.assertEqual(w._free_slots(), 4)
+        w._running = 1
+        w._reports = [(None, {})] * 10  # returned handlers, reports not yet accepted
+        self.assertEqual(w._free_slots(), 3)
+        w._reports_in_flight = 990
+        self.assertEqual(w._free_slots(), 0)
+
+
 class Options(unittest.TestCase):
     def test_bad_options_are_refused_naming_them(self):
         with self.assertRaisesRegex(ValueError, "handlers"):
