@@ -255,6 +255,7 @@ class Worker:
         self._threads: List[threading.Thread] = []
         self._poll_conn: Optional[http.client.HTTPConnection] = None
         self._poll_lock = threading.Lock()
+        self._stats_lock = threading.Lock()
         self.stats = {"leased": 0, "finished": 0, "failed": 0, "given_back": 0, "lost": 0}
 
     # ------------------------------------------------------------------ life cycle
@@ -447,7 +448,7 @@ class Worker:
     def _begin(self, job: Job) -> None:
         ctx = JobContext(job, self.lease_seconds, time.monotonic())
         with self._cond:
-            self.stats["leased"] += 1
+            self._count("leased")
             self._active[ctx.id] = ctx
             if self._stopping.is_set():
                 # leased while stop() was cutting the poll: give it back at once
@@ -545,7 +546,7 @@ class Worker:
                     self._active.pop(ctx.id, None)
                     self._reports = [(c, r) for c, r in self._reports if c is not ctx]
                     self._cond.notify_all()
-            self.stats["lost"] += 1
+            self._count("lost")
             ctx._cancel("lease-lost")
             self.log.warning("job %s: lease lost (heartbeat %d: %s)", ctx.id, status, _detail(payload))
         else:
@@ -559,7 +560,7 @@ class Worker:
         item = {"id": ctx.id, "leaseToken": ctx.lease_token, **report}
         self._reports.append((ctx, item))
         if given_back:
-            self.stats["given_back"] += 1
+            self._count("given_back")
         self._cond.notify_all()
 
     def _report_loop(self) -> None:
@@ -596,22 +597,43 @@ class Worker:
                 self._cond.notify_all()
 
     def _send_reports(self, batch: List[Tuple[JobContext, Dict[str, Any]]]) -> None:
+        """Send one batch. Refused whole (400, 413), it is split in halves until the bad report is
+        alone; that one is sent once more as a failure saying why (so the job does not wait for its
+        lease to expire), and dropped if even that is refused. A retry of an accepted report (after
+        a connection error) is harmless: jobclock recognises a repeat by its lease token."""
         status, payload = self._request("/jobs/reports", {"reports": [r for _, r in batch]})
+        if status in (400, 413) and len(batch) > 1:
+            half = len(batch) // 2
+            self._send_reports(batch[:half])
+            self._send_reports(batch[half:])
+            return
+        if status in (400, 413):
+            ctx, report = batch[0]
+            refusal = f"jobclock refused the report ({status}): {_detail(payload)}"
+            if report.get("error", {}).get("kind") != "report-refused":
+                self.log.error("job %s: %s; reporting it failed instead", ctx.id, refusal)
+                failed = {"id": ctx.id, "leaseToken": ctx.lease_token, "outcome": "failed", "error": {"message": refusal[:2000], "kind": "report-refused"}}
+                self._send_reports([(ctx, failed)])
+                return
+            self.log.error("job %s: %s; dropped (the job runs again when its lease expires)", ctx.id, refusal)
+            return
         if status != 200:
-            # a 400 names the bad report; sending it again would fail the same way
             self.log.error("reports answered %d: %s; %d report(s) dropped (their jobs run again when their leases expire)", status, _detail(payload), len(batch))
             return
         for (ctx, report), res in zip(batch, payload.get("results", [])):
             code = res.get("status")
             if code == 200:
-                key = "finished" if report["outcome"] == "finished" else "failed"
                 if report.get("error", {}).get("kind") != "worker-stopped":
-                    self.stats[key] += 1
+                    self._count("finished" if report["outcome"] == "finished" else "failed")
             elif code == 409:
-                self.stats["lost"] += 1
+                self._count("lost")
                 self.log.warning("job %s: report not accepted, the lease was lost: %s", ctx.id, res.get("detail", ""))
             else:
                 self.log.error("job %s: report answered %s: %s", ctx.id, code, res.get("detail", ""))
+
+    def _count(self, key: str) -> None:
+        with self._stats_lock:
+            self.stats[key] += 1
 
 
 class _Backoff:

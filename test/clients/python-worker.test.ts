@@ -332,4 +332,22 @@ describe.skipIf(!hasPython)('the Python worker (clients/python/jobclock_worker.p
     expect(history.map((e) => e.kind)).toEqual(['created', 'leased', 'requeued']);
     expect(history[2]).toMatchObject({ attempt: 1, detail: { error: { message: 'the upstream is busy' } } });
   });
+  it('reports a job failed when jobclock refuses its report, without losing the others of the batch', async () => {
+    const created = await call('POST', '/jobs/batch', {
+      jobs: [...Array.from({ length: 10 }, () => ({ type: 'py.count' })), { type: 'py.deep', maxAttempts: 1 }],
+    });
+    const d = startDriver('retry');
+    const ids: string[] = created.body.jobs.map((j: { id: string }) => j.id);
+    const deepId = ids[10]!;
+    await until('all reported', async () => {
+      const states = await Promise.all(ids.map(async (id) => (await job(id)).state));
+      return states.every((s) => s !== 'running' && s !== 'queued');
+    });
+    await stopDriver(d);
+    for (const id of ids.slice(0, 10)) expect(await job(id)).toMatchObject({ state: 'finished', attempts: 1 });
+    const deep = await job(deepId);
+    expect(deep).toMatchObject({ state: 'failed', attempts: 1, error: { kind: 'report-refused' } });
+    expect(deep.error.message).toMatch(/^jobclock refused the report \(400\)/);
+    expect(d.stderr()).toContain(`job ${deepId}: jobclock refused the report`);
+  });
 });

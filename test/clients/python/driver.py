@@ -73,13 +73,21 @@ def busy(job, ctx):
     raise RetryLater("30s", "the upstream is busy")
 
 
+def deep(job, ctx):
+    emit("ran", id=job["id"])
+    result = {}
+    for _ in range(40):  # deeper than the 32 levels jobclock accepts: the report is refused
+        result = {"in": result}
+    return result
+
+
 handlers = {
     "count": {"py.count": count},
     "long": {"py.long": long},
     "cancel": {"py.cancel": cancellable, "py.deadline": cancellable},
     "periodic": {"py.periodic": periodic},
     "stop": {"py.quick": quick, "py.stubborn": stubborn},
-    "retry": {"py.busy": busy},
+    "retry": {"py.busy": busy, "py.deep": deep, "py.count": count},
 }[scenario]
 worker_id = f"py-{scenario}-{os.getpid()}"
 lease = {"long": "1s", "cancel": "3s"}.get(scenario, "30s")
