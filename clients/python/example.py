@@ -24,6 +24,8 @@ def resize(job, ctx):
     steps = job["args"].get("steps", 5)
     for step in range(steps):
         if ctx.cancelled.is_set():  # cancelled, past its deadline, or the worker is stopping
+            if ctx.cancel_reason == "stopping":
+                raise RetryLater(0, "the worker is stopping")  # runs again at once elsewhere
             return {"stoppedAt": step}
         time.sleep(0.5)
         ctx.progress({"done": step + 1, "of": steps})

@@ -33,12 +33,14 @@ How it works:
 - An exception reports ``failed`` with ``{"message", "type"}`` as the error; a ``RetryLater``
   carries ``retryIn`` (the job is queued again after that long if it has attempts left).
 - ``stop(timeout)`` stops leasing (an outstanding long-poll is cut; jobclock gives back a lease
-  whose worker disconnected before it received it), waits up to ``timeout`` seconds for running
-  handlers, then gives back the leases of those still running: it reports them ``failed`` with
+  whose worker disconnected before it received it), sets ``ctx.cancelled`` of every running job
+  (``cancel_reason`` ``"stopping"``), waits up to ``timeout`` seconds for the handlers to return
+  (their outcomes are reported as usual), then gives back the leases of those still running: it reports them ``failed`` with
   ``retryIn: "0s"`` and ``error.kind = "worker-stopped"``, so each runs again at once elsewhere if
   it has attempts left (the given-back attempt counts as one; a job with none left, such as a
-  periodic task's job with the default ``maxAttempts`` of 1, ends ``failed``). Their
-  ``ctx.cancelled`` is set; whatever such a handler returns later is ignored.
+  periodic task's job with the default ``maxAttempts`` of 1, ends ``failed``). Whatever such a
+  handler returns later is ignored. A handler told ``"stopping"`` that cannot finish should raise
+  ``RetryLater(0)`` (run again at once elsewhere) or return what it has (after ``ctx.save_state``).
 """
 
 from __future__ import annotations
@@ -301,6 +303,9 @@ class Worker:
         if lease_thread is not None and lease_thread is not threading.current_thread():
             lease_thread.join(timeout=5.0)  # jobs in an answer that beat the cut are given back first
         with self._cond:
+            for ctx in self._active.values():
+                if not ctx.done:
+                    ctx._cancel("stopping")  # a handler that can wrap up (save state, return) does so now
             self._cond.notify_all()
             while self._running > 0 and time.monotonic() < end:
                 self._cond.wait(min(0.1, max(0.0, end - time.monotonic())))
@@ -315,7 +320,7 @@ class Worker:
         # let the reporter send what is queued (bounded, so a dead server cannot hold the stop forever)
         flush_end = time.monotonic() + max(5.0, self.request_timeout)
         with self._cond:
-            while (self._reports or self._reports_in_flight) and time.monotonic() < flush_end:
+            while self._threads and (self._reports or self._reports_in_flight) and time.monotonic() < flush_end:
                 self._cond.wait(0.05)
             unsent = len(self._reports)
         if unsent:

@@ -295,7 +295,7 @@ describe.skipIf(!hasPython)('the Python worker (clients/python/jobclock_worker.p
     expect(d.events().flatMap((e) => (e.event === 'ran' ? [e.taskState] : []))).toEqual([null, { runs: 1 }, { runs: 2 }]);
   });
 
-  it('stop() waits for running handlers up to its timeout, then gives back the rest: none stays running', async () => {
+  it('stop() sets ctx.cancelled, waits for running handlers up to its timeout, then gives back the rest: none stays running', async () => {
     const d = startDriver('stop', '5');
     await until('the worker to start', () => d.events().some((e) => e.event === 'ready'));
     const quick = await call('POST', '/jobs/batch', { jobs: [1, 2, 3].map(() => ({ type: 'py.quick' })) });
@@ -306,7 +306,8 @@ describe.skipIf(!hasPython)('the Python worker (clients/python/jobclock_worker.p
     expect(stopped.seconds).toBeGreaterThanOrEqual(1.4);
     expect(stopped.seconds).toBeLessThan(5);
     expect(stopped.stats).toMatchObject({ leased: 5, finished: 3, given_back: 2, lost: 0 });
-    for (const j of quick.body.jobs) expect(await job(j.id)).toMatchObject({ state: 'finished', result: { quick: true } });
+    for (const j of quick.body.jobs)
+      expect(await job(j.id)).toMatchObject({ state: 'finished', result: { quick: true, reason: 'stopping' } });
     for (const j of stubborn.body.jobs) {
       const now = await job(j.id);
       expect(now).toMatchObject({ state: 'queued', attempts: 1, error: { kind: 'worker-stopped' } });

@@ -58,8 +58,9 @@ def periodic(job, ctx):
 
 def quick(job, ctx):
     emit("ran", id=job["id"])
-    time.sleep(0.3)
-    return {"quick": True}
+    ctx.cancelled.wait(10)  # until stop() says so
+    time.sleep(0.3)  # wrapping up, inside stop()'s timeout
+    return {"quick": True, "reason": ctx.cancel_reason}
 
 
 def stubborn(job, ctx):

@@ -120,6 +120,24 @@ class Slots(unittest.TestCase):
         self.assertEqual(w._free_slots(), 0)
 
 
+class Stop(unittest.TestCase):
+    def test_stop_cancels_running_handlers_then_gives_back_those_still_running(self):
+        w = jw.Worker("http://127.0.0.1:9", handlers={"t": print})
+        running, returned = jw.JobContext(leased("1"), 30.0, 0.0), jw.JobContext(leased("2"), 30.0, 0.0)
+        returned.done = True  # its report waits in the queue
+        w._active = {"1": running, "2": returned}
+        w._running = 1
+        w.stop(timeout=0)
+        self.assertEqual((running.cancelled.is_set(), running.cancel_reason, running.abandoned), (True, "stopping", True))
+        self.assertFalse(returned.cancelled.is_set())
+        self.assertEqual(
+            [r for _, r in w._reports],
+            [{"id": "1", "leaseToken": "tok-1", "outcome": "failed", "error": {"message": "the worker stopped before the job ended; given back", "kind": "worker-stopped"}, "retryIn": "0s"}],
+        )
+        self.assertEqual(w.stats["given_back"], 1)
+        self.assertTrue(w.stopped)
+
+
 class Options(unittest.TestCase):
     def test_bad_options_are_refused_naming_them(self):
         with self.assertRaisesRegex(ValueError, "handlers"):
