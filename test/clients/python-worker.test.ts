@@ -20,6 +20,8 @@ const hasPython = python.status === 0;
 if (!hasPython) console.warn(`test/clients/python-worker.test.ts skipped: \`${PYTHON} --version\` failed (python3 is not installed)`);
 
 const DRIVER = join(import.meta.dirname, 'python', 'driver.py');
+/** No __pycache__ folders in the checkout. */
+const PY_ENV = { ...process.env, PYTHONDONTWRITEBYTECODE: '1' };
 const WORKER_TOKEN = TOKENS.find((t) => t.role === 'worker')!.token;
 
 let stack: TestStack;
@@ -60,7 +62,7 @@ function startDriver(scenario: string, ...extra: string[]): Driver {
 
 function startDriverAt(url: string, scenario: string, ...extra: string[]): Driver {
   const out = join(dir, `${scenario}-${++runs}.jsonl`);
-  const proc = spawn(PYTHON, [DRIVER, scenario, url, WORKER_TOKEN, out, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(PYTHON, [DRIVER, scenario, url, WORKER_TOKEN, out, ...extra], { stdio: ['ignore', 'ignore', 'pipe'], env: PY_ENV });
   let err = '';
   proc.stderr!.on('data', (b: Buffer) => (err += b.toString()));
   const events = (): Event[] => {
@@ -126,6 +128,7 @@ async function events(id: string): Promise<Record<string, any>[]> {
 describe.skipIf(!hasPython)('the Python worker (clients/python/jobclock_worker.py)', () => {
   it('passes its unit tests (durations, backoff, what a return value or an exception reports)', () => {
     const run = spawnSync(PYTHON, ['-m', 'unittest', 'test_jobclock_worker'], {
+      env: PY_ENV,
       cwd: join(import.meta.dirname, 'python'),
       encoding: 'utf8',
     });
