@@ -254,7 +254,7 @@ describe.skipIf(!hasPython)('the Python worker (clients/python/jobclock_worker.p
     const ev = await until('the handler to see the cancel', () => d.events().find((e) => e.event === 'cancelled'));
     expect(ev.reason).toBe('cancel');
     // a 3 s lease: a heartbeat every second, and the cancel arrives with the next one
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(Date.now() - t0).toBeLessThan(3_000);
     // stop() sends the report before it returns: accepted (200, counted as finished), the job stays cancelled
     await stopDriver(d);
     const stats = d.events().find((e) => e.event === 'stopped')!.stats as Record<string, number>;
