@@ -61,7 +61,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 __all__ = ["Worker", "JobContext", "Result", "RetryLater", "parse_duration"]
 
@@ -276,16 +276,22 @@ class Worker:
 
     def run(self, stop_timeout: float = 25.0) -> None:
         """Start and block until ``stop()``; from the main thread, SIGINT and SIGTERM call ``stop(stop_timeout)``."""
+        previous: Dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
+
             def on_signal(signum: int, _frame: Any) -> None:
                 self.log.info("signal %d: stopping", signum)
                 threading.Thread(target=self.stop, args=(stop_timeout,), name="jobclock-stop", daemon=True).start()
 
-            signal.signal(signal.SIGINT, on_signal)
-            signal.signal(signal.SIGTERM, on_signal)
-        self.start()
-        while not self._stopped.wait(0.2):
-            pass
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, on_signal)
+        try:
+            self.start()
+            while not self._stopped.wait(0.2):
+                pass
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def stop(self, timeout: float = 25.0) -> None:
         """Stop leasing, wait up to ``timeout`` s for running handlers, give back the rest, send all reports.
@@ -667,5 +673,6 @@ def _json_of(raw: bytes) -> Any:
 
 def _detail(payload: Any) -> str:
     if isinstance(payload, dict):
-        return str(payload.get("detail") or payload.get("title") or payload)
+        problem = cast(Dict[str, Any], payload)
+        return str(problem.get("detail") or problem.get("title") or problem)
     return str(payload)
