@@ -15,7 +15,8 @@ Standard library only (Python 3.9+). One file: copy it next to your code or put 
 How it works:
 
 - One thread long-polls ``POST /jobs/next`` with ``wait`` for the handlers' types only and leases
-  at most as many jobs as it has free slots (``concurrency``).
+  at most as many jobs as it has free slots (``concurrency``). A slot frees when its handler
+  returns; leasing pauses while 1000 reports wait to be accepted.
 - Each leased job runs its handler ``handler(job, ctx)`` on a thread of its own (a daemon thread:
   a handler that never returns does not keep the process alive after ``stop()``).
 - One heartbeat thread beats each running job at about a third of its lease, sending the latest
@@ -24,7 +25,9 @@ How it works:
   passes on this machine's clock, when the lease is lost (409/404) and on ``stop()``.
 - One reporter thread sends the outcomes in batches through ``POST /jobs/reports``. A report
   answered 409 means the lease was lost (it expired, or the job timed out): it is logged and not
-  retried. A 503 or a connection error is retried with capped exponential backoff.
+  retried. A 503 or a connection error is retried with capped exponential backoff. A report
+  jobclock refuses (400, e.g. a result nested too deep) is sent again as a failure with
+  ``error.kind = "report-refused"``; the rest of its batch is accepted.
 - The handler's return value is the job's result (``None`` reports no result). To hand state to the
   next run of a periodic task call ``ctx.save_state(obj)`` (sent with the next heartbeat and with
   the report) or return ``Result(value, state=obj)``. A plain dict is always the result as it is,
@@ -35,9 +38,9 @@ How it works:
 - ``stop(timeout)`` stops leasing (an outstanding long-poll is cut; jobclock gives back a lease
   whose worker disconnected before it received it), sets ``ctx.cancelled`` of every running job
   (``cancel_reason`` ``"stopping"``), waits up to ``timeout`` seconds for the handlers to return
-  (their outcomes are reported as usual), then gives back the leases of those still running: it reports them ``failed`` with
-  ``retryIn: "0s"`` and ``error.kind = "worker-stopped"``, so each runs again at once elsewhere if
-  it has attempts left (the given-back attempt counts as one; a job with none left, such as a
+  (their outcomes are reported as usual), then gives back the leases of those still running: it
+  reports them ``failed`` with ``retryIn: "0s"`` and ``error.kind = "worker-stopped"``, so each
+  runs again at once elsewhere if it has attempts left (the given-back attempt counts as one; a job with none left, such as a
   periodic task's job with the default ``maxAttempts`` of 1, ends ``failed``). Whatever such a
   handler returns later is ignored. A handler told ``"stopping"`` that cannot finish should raise
   ``RetryLater(0)`` (run again at once elsewhere) or return what it has (after ``ctx.save_state``).
