@@ -19,8 +19,9 @@ How it works:
   returns; leasing pauses while 1000 reports wait to be accepted.
 - Each leased job runs its handler ``handler(job, ctx)`` on a thread of its own (a daemon thread:
   a handler that never returns does not keep the process alive after ``stop()``).
-- One heartbeat thread beats each running job at about a third of its lease, sending the latest
-  ``ctx.progress(...)`` and ``ctx.save_state(...)``. It sets ``ctx.cancelled`` when a heartbeat
+- One heartbeat thread finds the jobs due a heartbeat, at about a third of each one's lease, and
+  beats them on a few threads (``heartbeat_threads``), sending the latest ``ctx.progress(...)``
+  and ``ctx.save_state(...)``. It sets ``ctx.cancelled`` when a heartbeat
   answers ``cancel: true`` (the job was cancelled or its deadline passed), when the job's deadline
   passes on this machine's clock, when the lease is lost (409/404) and on ``stop()``.
 - One reporter thread sends the outcomes in batches through ``POST /jobs/reports``. A report
@@ -63,6 +64,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
@@ -156,6 +158,7 @@ class JobContext:
         self.lost = False  # lease lost (409/404): do not report
         self.abandoned = False  # given back by stop(): ignore the handler's outcome
         self.done = False  # handler returned; report queued
+        self.beating = False  # a heartbeat of this job is on its way
 
     @property
     def task_state(self) -> Any:
@@ -211,6 +214,7 @@ class Worker:
         report_linger: how long the reporter waits to gather more reports into one request.
         max_backoff: the cap, in seconds, of the backoff after a 503 or a connection error.
         request_timeout: timeout in seconds of a request other than the long-poll.
+        heartbeat_threads: how many heartbeats may be on their way at once (default 4).
         logger: a ``logging.Logger`` (default ``logging.getLogger("jobclock_worker")``).
     """
 
@@ -228,6 +232,7 @@ class Worker:
         report_linger: float = 0.02,
         max_backoff: float = 10.0,
         request_timeout: float = 30.0,
+        heartbeat_threads: int = 4,
         logger: Optional[logging.Logger] = None,
     ) -> None:
         if not handlers:
@@ -247,6 +252,7 @@ class Worker:
         self.report_linger = report_linger
         self.max_backoff = max_backoff
         self.request_timeout = request_timeout
+        self.heartbeat_threads = max(1, min(int(heartbeat_threads), self.concurrency))
         self.log = logger or log
 
         self._cond = threading.Condition()
@@ -517,19 +523,32 @@ class Worker:
     # ------------------------------------------------------------------ heartbeats
 
     def _heartbeat_loop(self) -> None:
-        while not self._stopped.is_set():
-            now = time.monotonic()
-            wall = time.time()
-            with self._cond:
-                due = [c for c in self._active.values() if not c.lost and not c.abandoned and c.next_beat <= now]
-                for c in self._active.values():
-                    if c.deadline is not None and wall >= c.deadline and not c.done:
-                        c._cancel("deadline")
-            for ctx in due:
-                if self._stopped.is_set():
-                    return
+        """Finds the jobs due a heartbeat and beats them on a few threads (``heartbeat_threads``), so
+        that hundreds of jobs on a short lease do not wait for one another's round trips."""
+        with ThreadPoolExecutor(max_workers=self.heartbeat_threads, thread_name_prefix="jobclock-beat") as pool:
+            while not self._stopped.is_set():
+                now = time.monotonic()
+                wall = time.time()
+                with self._cond:
+                    due = [c for c in self._active.values() if not c.lost and not c.abandoned and not c.beating and c.next_beat <= now]
+                    for c in self._active.values():
+                        if c.deadline is not None and wall >= c.deadline and not c.done:
+                            c._cancel("deadline")
+                    for c in due:
+                        c.beating = True
+                for ctx in due:
+                    pool.submit(self._beat_once, ctx)
+                self._stopped.wait(0.05)
+
+    def _beat_once(self, ctx: JobContext) -> None:
+        try:
+            if not self._stopped.is_set():
                 self._beat(ctx)
-            self._stopped.wait(0.05)
+        except Exception:  # a bug here must not stop the job's heartbeats for good
+            self.log.exception("heartbeat of job %s failed", ctx.id)
+            ctx.next_beat = time.monotonic() + 1.0
+        finally:
+            ctx.beating = False
 
     def _beat(self, ctx: JobContext) -> None:
         body = {"leaseToken": ctx.lease_token, "lease": format_duration(self.lease_seconds), **ctx._beat_fields()}
