@@ -1,0 +1,111 @@
+"""Drives clients/python/jobclock_worker.py for test/clients/python-worker.test.ts.
+
+Usage: driver.py SCENARIO URL TOKEN OUT. Every line of OUT is a JSON event the test reads
+(`ready` once the worker runs, `ran` for each handler execution, ...). The worker's log goes to stderr.
+"""
+import json
+import logging
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "clients", "python"))
+from jobclock_worker import Result, RetryLater, Worker  # noqa: E402
+
+scenario, url, token, out_path = sys.argv[1:5]
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(threadName)s %(levelname)s %(message)s")
+out_lock = threading.Lock()
+out = open(out_path, "a", buffering=1)
+
+
+def emit(kind, **fields):
+    with out_lock:
+        out.write(json.dumps({"event": kind, **fields}) + "\n")
+        out.flush()
+
+
+def count(job, ctx):
+    emit("ran", id=job["id"], worker=worker_id)
+    time.sleep(0.002 * (int(job["id"]) % 5))
+    return {"by": worker_id}
+
+
+def long(job, ctx):
+    emit("ran", id=job["id"])
+    if ctx.cancelled.wait(float(job["args"]["seconds"])):
+        raise RuntimeError(f"cancelled: {ctx.cancel_reason}")
+    return {"slept": job["args"]["seconds"]}
+
+
+def cancellable(job, ctx):
+    emit("ran", id=job["id"])
+    if not ctx.cancelled.wait(15):
+        return {"cancelled": False}
+    emit("cancelled", id=job["id"], reason=ctx.cancel_reason)
+    return {"cancelled": True, "reason": ctx.cancel_reason}
+
+
+def periodic(job, ctx):
+    before = job["taskState"]
+    n = (before or {}).get("runs", 0) + 1
+    emit("ran", id=job["id"], taskState=before)
+    if n % 2 == 1:
+        ctx.save_state({"runs": n})  # one way: save_state
+        return {"run": n}
+    return Result({"run": n}, state={"runs": n})  # the other: Result(value, state=...)
+
+
+def quick(job, ctx):
+    emit("ran", id=job["id"])
+    ctx.cancelled.wait(10)  # until stop() says so
+    time.sleep(0.3)  # wrapping up, inside stop()'s timeout
+    return {"quick": True, "reason": ctx.cancel_reason}
+
+
+def stubborn(job, ctx):
+    emit("ran", id=job["id"])
+    time.sleep(30)  # ignores ctx.cancelled: stop() has to give its lease back
+    return {"stubborn": True}
+
+
+def busy(job, ctx):
+    emit("ran", id=job["id"])
+    raise RetryLater("30s", "the upstream is busy")
+
+
+def deep(job, ctx):
+    emit("ran", id=job["id"])
+    result = {}
+    for _ in range(40):  # deeper than the 32 levels jobclock accepts: the report is refused
+        result = {"in": result}
+    return result
+
+
+handlers = {
+    "count": {"py.count": count},
+    "long": {"py.long": long},
+    "cancel": {"py.cancel": cancellable, "py.deadline": cancellable},
+    "periodic": {"py.periodic": periodic},
+    "stop": {"py.quick": quick, "py.stubborn": stubborn},
+    "retry": {"py.busy": busy, "py.deep": deep, "py.count": count},
+}[scenario]
+worker_id = f"py-{scenario}-{os.getpid()}"
+lease = {"long": "1s", "cancel": "3s"}.get(scenario, "30s")
+worker = Worker(url, token=token or None, handlers=handlers, concurrency=8, lease=lease, worker_id=worker_id, wait="5s")
+
+if scenario == "stop":
+    worker.start()
+    emit("ready")
+    want = int(sys.argv[5])
+    end = time.time() + 15
+    while time.time() < end and sum(1 for line in open(out_path) if '"ran"' in line) < want:
+        time.sleep(0.05)
+    t0 = time.time()
+    worker.stop(timeout=1.5)
+    emit("stopped", seconds=round(time.time() - t0, 3), stats=worker.stats)
+    sys.exit(0)
+
+emit("ready")
+worker.run(stop_timeout=5)
+emit("stopped", stats=worker.stats)
