@@ -39,11 +39,9 @@ How it works:
 - ``stop(timeout)`` stops leasing (an outstanding long-poll is cut; jobclock gives back a lease
   whose worker disconnected before it received it), sets ``ctx.cancelled`` of every running job
   (``cancel_reason`` ``"stopping"``), waits up to ``timeout`` seconds for the handlers to return
-  (their outcomes are reported as usual), then gives back the leases of those still running: it
-  reports them ``failed`` with ``retryIn: "0s"`` and ``error.kind = "worker-stopped"``, so each
-  runs again at once elsewhere if it has attempts left (the given-back attempt counts as one; a job with none left, such as a
-  periodic task's job with the default ``maxAttempts`` of 1, ends ``failed``). Whatever such a
-  handler returns later is ignored. A handler told ``"stopping"`` that cannot finish should raise
+  (their outcomes are reported as usual), then gives back the leases of those still running
+  (``POST /jobs/{id}/release``: each is queued again at once, to run elsewhere, and the attempt
+  is not counted). Whatever such a handler returns later is ignored. A handler told ``"stopping"`` that cannot finish should raise
   ``RetryLater(0)`` (run again at once elsewhere) or return what it has (after ``ctx.save_state``).
 """
 
@@ -259,7 +257,8 @@ class Worker:
         self._active: Dict[str, JobContext] = {}  # job id -> context, until its report is answered
         self._running = 0  # handlers not yet returned (and not abandoned)
         self._reports: List[Tuple[JobContext, Dict[str, Any]]] = []
-        self._reports_in_flight = 0
+        self._reports_in_flight = 0  # reports and give-backs on their way
+        self._releases: List[JobContext] = []
         self._stopping = threading.Event()
         self._stopped = threading.Event()
         self._started = False
@@ -329,15 +328,15 @@ class Worker:
                 ctx.abandoned = True
                 ctx._cancel("stopping")
                 self._running -= 1
-                self._queue_report(ctx, {"outcome": "failed", "error": {"message": "the worker stopped before the job ended; given back", "kind": "worker-stopped"}, "retryIn": "0s"}, given_back=True)
+                self._queue_release(ctx)
             if stragglers:
                 self.log.warning("gave back %d job(s) still running after %ss: %s", len(stragglers), timeout, [c.id for c in stragglers])
         # let the reporter send what is queued (bounded, so a dead server cannot hold the stop forever)
         flush_end = time.monotonic() + max(5.0, self.request_timeout)
         with self._cond:
-            while self._threads and (self._reports or self._reports_in_flight) and time.monotonic() < flush_end:
+            while self._threads and (self._reports or self._releases or self._reports_in_flight) and time.monotonic() < flush_end:
                 self._cond.wait(0.05)
-            unsent = len(self._reports)
+            unsent = len(self._reports) + len(self._releases)
         if unsent:
             self.log.error("stopped with %d report(s) unsent: their jobs run again when their leases expire", unsent)
         self._stopped.set()
@@ -474,7 +473,7 @@ class Worker:
                 # leased while stop() was cutting the poll: give it back at once
                 ctx.abandoned = True
                 ctx._cancel("stopping")
-                self._queue_report(ctx, {"outcome": "failed", "error": {"message": "the worker was stopping when it leased the job; given back", "kind": "worker-stopped"}, "retryIn": "0s"}, given_back=True)
+                self._queue_release(ctx)
                 return
             self._running += 1
         t = threading.Thread(target=self._run_handler, args=(ctx,), name=f"jobclock-job-{ctx.id}", daemon=True)
@@ -587,23 +586,56 @@ class Worker:
 
     # ------------------------------------------------------------------ reports
 
-    def _queue_report(self, ctx: JobContext, report: Dict[str, Any], given_back: bool = False) -> None:
+    def _queue_report(self, ctx: JobContext, report: Dict[str, Any]) -> None:
         """Queue a report; the caller holds self._cond."""
         ctx.done = True
         item = {"id": ctx.id, "leaseToken": ctx.lease_token, **report}
         self._reports.append((ctx, item))
-        if given_back:
-            self._count("given_back")
         self._cond.notify_all()
+
+    def _queue_release(self, ctx: JobContext) -> None:
+        """Queue a give-back of the job's lease; the caller holds self._cond."""
+        ctx.done = True
+        self._releases.append(ctx)
+        self._count("given_back")
+        self._cond.notify_all()
+
+    def _release(self, ctx: JobContext) -> None:
+        """POST /jobs/{id}/release: the job is queued again at once and the attempt not counted.
+        Retried through 503s and connection errors a few times; after that its lease expires on
+        its own and the job runs again then."""
+        backoff = _Backoff(self.max_backoff)
+        for attempt in range(5):
+            try:
+                status, payload = self._request(f"/jobs/{urllib.parse.quote(ctx.id, safe='')}/release", {"leaseToken": ctx.lease_token})
+            except _Transient as e:
+                if attempt == 4 or self._stopped.wait(backoff.next()):
+                    self.log.warning("job %s: could not give its lease back (%s); it runs again when the lease expires", ctx.id, e)
+                    return
+                continue
+            if status != 200:
+                self.log.info("job %s: give-back answered %d (%s): its lease was gone already", ctx.id, status, _detail(payload))
+            return
 
     def _report_loop(self) -> None:
         backoff = _Backoff(self.max_backoff)
         while True:
             with self._cond:
-                while not self._reports and not self._stopped.is_set():
+                while not self._reports and not self._releases and not self._stopped.is_set():
                     self._cond.wait(0.5)
-                if not self._reports:
+                releases, self._releases = self._releases, []
+                self._reports_in_flight += len(releases)
+                if not self._reports and not releases:
                     return
+            for ctx in releases:
+                self._release(ctx)
+            if releases:
+                with self._cond:
+                    self._reports_in_flight -= len(releases)
+                    for ctx in releases:
+                        self._active.pop(ctx.id, None)
+                    self._cond.notify_all()
+                continue
             if self.report_linger > 0 and not self._stopping.is_set():
                 time.sleep(self.report_linger)
             with self._cond:
