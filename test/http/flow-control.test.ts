@@ -115,24 +115,28 @@ describe('pause', () => {
 });
 
 describe('concurrency', () => {
-  it('never has more running than the limit, with 3 instances and 24 workers leasing at once', { timeout: 60_000 }, async () => {
+  it.each([
+    { on: 'a type', policy: '/types/limited', job: { type: 'limited' }, where: `type = 'limited'` },
+    { on: 'a group', policy: '/groups/customer:42', job: { type: 'grouped', group: 'customer:42' }, where: `group_ = 'customer:42'` },
+  ])('never has more running than the limit on $on, with 3 instances and 24 workers leasing at once', { timeout: 60_000 }, async (c) => {
     const stacks = [stack];
     for (const id of ['b', 'c']) stacks.push(await createTestStack({ db: tdb.connect(4), tokens: TOKENS, instanceId: `flow-${id}` }));
+    const where = c.where;
     try {
-      await api().patch('/types/limited', { concurrency: 5 });
-      await createJobs(240, { type: 'limited' });
+      await api().patch(c.policy, { concurrency: 5 });
+      await createJobs(240, c.job);
       let max = 0;
       let sampling = true;
       const sampler = (async () => {
         while (sampling) {
-          max = Math.max(max, await running(`type = 'limited'`));
+          max = Math.max(max, await running(where));
           await sleep(5);
         }
       })();
       const done = new Set<string>();
       const worker = async (s: TestStack) => {
         for (let idle = 0; idle < 3;) {
-          const jobs = await lease(['limited'], 3, s);
+          const jobs = await lease([c.job.type], 3, s);
           if (jobs.length === 0) {
             idle++;
             await sleep(20);
@@ -155,7 +159,7 @@ describe('concurrency', () => {
       expect(max).toBeGreaterThanOrEqual(2); // the limit was reached for real, not starved
       // from the jobs' own times: no instant had more than 5 running
       const events = await tdb.db.pool.query<{ t: Date; d: number }>(
-        `SELECT started_at AS t, 1 AS d FROM job WHERE type = 'limited' UNION ALL SELECT finished_at, -1 FROM job WHERE type = 'limited' ORDER BY 1, 2`,
+        `SELECT started_at AS t, 1 AS d FROM job WHERE ${where} UNION ALL SELECT finished_at, -1 FROM job WHERE ${where} ORDER BY 1, 2`,
       );
       let cur = 0;
       let peak = 0;
