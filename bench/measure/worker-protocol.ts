@@ -106,6 +106,38 @@ interface LeaseStyle {
 interface QueueShape {
   groups?: number;
   policy?: { concurrency?: number; rate?: string };
+  /** Sample the running count every 10 ms through the timed phase: it must never pass the limit. */
+  sampleRunning?: boolean;
+}
+
+/** Samples how many jobs are running until stopped: the most seen, the mean, and the share of samples at `limit`. */
+function runningSampler(db: { exec(text: string): Promise<{ rows: unknown[] }> }, limit: number) {
+  let on = true;
+  let max = 0;
+  let atLimit = 0;
+  let samples = 0;
+  let sum = 0;
+  const loop = (async () => {
+    while (on) {
+      const { rows } = await db.exec(`select count(*)::int as n from job where state = 'running'`);
+      const n = (rows[0] as { n: number }).n;
+      max = Math.max(max, n);
+      samples++;
+      sum += n;
+      if (n === limit) atLimit++;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  })();
+  return async () => {
+    on = false;
+    await loop;
+    return {
+      runningMax: max,
+      runningMean: samples ? sum / samples : 0,
+      runningAtLimitShare: samples ? atLimit / samples : 0,
+      runningSamples: samples,
+    };
+  };
 }
 
 async function lease(client: HttpClient, worker: string, limit: number, style: LeaseStyle, signal?: AbortSignal): Promise<LeasedJob[]> {
@@ -157,12 +189,15 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: Lea
         const rep = reporter;
         const lsr = leaser;
         let finished = 0; // over both phases: the run is over when it reaches n
+        const limit = shape.sampleRunning ? (shape.policy?.concurrency ?? null) : null;
+        const sampled: { value: Record<string, number> | null } = { value: null };
         const t = await warmThenTime(
           ctx,
           processingTimeboxMs(ctx),
           async (until) => {
             let done = 0;
             const over = new AbortController();
+            const stopSampling = limit !== null && until.jobs === Number.POSITIVE_INFINITY ? runningSampler(db, limit) : null;
             const more = () => performance.now() < until.deadline && done < until.jobs && finished < n;
             const count = (k: number) => {
               done += k;
@@ -198,6 +233,7 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: Lea
                 }
               }),
             );
+            if (stopSampling) sampled.value = await stopSampling();
             return done;
           },
           warmupJobs(ctx),
@@ -206,7 +242,13 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: Lea
         const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
         const inDb = (check.rows[0] as { n: number }).n;
         if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} reports answered 200 but ${inDb} jobs are finished`);
-        return timedRate(t, n);
+        const r = timedRate(t, n);
+        if (sampled.value) {
+          const most = sampled.value.runningMax!;
+          if (most > limit!) throw new Error(`${most} jobs were running at once under a limit of ${limit}`);
+          r.extra = { ...r.extra, ...sampled.value };
+        }
+        return r;
       } finally {
         leaser?.close();
         if (reporter !== leaser) reporter?.close();
@@ -244,7 +286,7 @@ export const jobclockLimited = jobclockProcessing(
   'b.limit50',
   'reports',
   { types: ['noop'], wait: '30s' },
-  { policy: { concurrency: 50 } },
+  { policy: { concurrency: 50 }, sampleRunning: true },
 );
 
 // ---------------------------------------------------------------------------------------------
