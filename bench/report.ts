@@ -1,5 +1,6 @@
 /** The table: one row per figure, medians over rounds with min–max, ratios taken within each round. */
 import type { UnitResult } from './lib/context.js';
+import { GROWTH_READS } from './measure/growth.js';
 import { fmt, fmtSpread, latencySummary, type Spread, spread } from './lib/stats.js';
 
 export type RoundResults = Map<string, UnitResult | { error: string }>;
@@ -144,6 +145,25 @@ export function summarize(
         pass: passMark(most.max <= 50),
       });
       figures['b.limit50.running'] = { max: most.max, mean, atLimitShare: share };
+    }
+  }
+  {
+    const history = spread(values(rounds, 'j.reads', (r) => r.extra?.history ?? Number.NaN));
+    const n = history ? `${fmt(history.median / 1e6)} M` : 'many';
+    rate('j.loop', `(j) README loop behind ${n} final jobs`, 'jobs/s', [{ key: 'b.loop', label: 'README loop, empty table', min: 0.9 }]);
+    for (const [i, [name, path]] of GROWTH_READS.entries()) {
+      const p50 = spread(values(rounds, 'j.reads', (r) => r.extra?.[`p50.${i}`] ?? Number.NaN));
+      const p99 = spread(values(rounds, 'j.reads', (r) => r.extra?.[`p99.${i}`] ?? Number.NaN));
+      if (!p50 || !p99) continue;
+      const first = path.startsWith('/jobs?');
+      rows.push({
+        measurement: `(j) behind ${n} final jobs: ${first ? `GET /jobs first page by ${name}` : name}`,
+        result: `p50 ${fmt(p50.median)} · p99 ${fmt(p99.max)} ms`,
+        ratio: '',
+        target: first ? 'p50 < 100 ms' : '',
+        pass: first ? passMark(p50.median < 100) : '',
+      });
+      figures[`j.reads.${name}`] = { path, p50, p99 };
     }
   }
   rate('b.perjob', '(b) jobclock: lease 100 + POST /jobs/{id}/finished each, 48 conns', 'jobs/s', [

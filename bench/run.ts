@@ -5,6 +5,8 @@
  *
  * BENCH_ROUNDS (default 3), BENCH_SCALE (default 1; 0.1 for a quick run),
  * BENCH_ONLY (comma-separated key prefixes, e.g. "b.,c."), BENCH_LATENESS=off to skip (h).
+ * The growth rows (j.) run only when named (BENCH_ONLY=b.loop,j.loop,j.reads): they build a table of
+ * BENCH_HISTORY (default 10,000,000) final jobs first, which takes minutes.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -18,6 +20,7 @@ import { BenchServer } from './lib/postgres.js';
 import { fmt } from './lib/stats.js';
 import { Templates } from './lib/templates.js';
 import { pgBoss12Insert, pgBoss12Send, postBatch, postJobs, rawInsert, sqlAddJobs } from './measure/enqueue.js';
+import { growthLoop, growthReads } from './measure/growth.js';
 import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
 import { burstTasks, lateness, schedulerBurst, sqlBurst } from './measure/scheduler.js';
 import { jobclockLease100, slimLease100 } from './measure/lease-statement.js';
@@ -97,10 +100,12 @@ const UNITS: Unit[] = [
   schedulerBurst,
   sqlBurst,
   scheduleEngine,
+  growthLoop,
+  growthReads,
 ];
 
 /** Measurements run only when BENCH_ONLY names them (they answer one question and take long). */
-const OPT_IN: Unit[] = [jobclockInterleaved, pgBoss12Work];
+const OPT_IN: Unit[] = [jobclockInterleaved, pgBoss12Work, growthLoop, growthReads];
 
 const selected = (u: Unit) =>
   OPT_IN.includes(u) ? ONLY.some((p) => p.length > 2 && u.key.startsWith(p)) : ONLY.length === 0 || ONLY.some((p) => u.key.startsWith(p));

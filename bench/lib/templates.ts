@@ -88,6 +88,38 @@ export class Templates {
     });
   }
 
+  /**
+   * The queued no-op jobs of jobclockJobs() behind a history of `history` final jobs, as a table
+   * looks after months of work: 20 types, 1,000 groups, args naming one of 100,000 customers,
+   * 1 % failed (with an error), the rest finished, all within the last 6 days (inside retention).
+   * Inserted with SQL in chunks, then vacuumed (visibility map set) and analyzed.
+   */
+  jobclockHistory(history: number): Promise<string> {
+    return this.once(`jobclock+history${history}`, async () => {
+      const db = await this.server.createDatabase(await this.jobclockJobs(), `tpl_jobclock_history`);
+      const chunk = 500_000;
+      for (let done = 0; done < history; done += chunk) {
+        await db.exec(
+          `insert into job (type, group_, args, subject, state, run_at, attempts, max_attempts, worker,
+                            started_at, finished_at, result, error, created_at, updated_at)
+           select 'hist-' || (g % 20), 'customer:' || (g % 1000),
+                  jsonb_build_object('n', g, 'customer', 'c-' || (g % 100000)), 'order ' || g,
+                  case when g % 100 = 0 then 'failed' else 'finished' end,
+                  t, 1, 1, 'w-' || (g % 50), t, t + interval '20 ms',
+                  case when g % 100 = 0 then null else '{"ok":true}'::jsonb end,
+                  case when g % 100 = 0 then jsonb_build_object('message', 'upstream said no to ' || g) end,
+                  t, t + interval '20 ms'
+             from generate_series($1::bigint, $2::bigint) g,
+                  lateral (select now() - interval '6 days' + (g % 500000) * interval '1 s' as t) x`,
+          [done + 1, Math.min(history, done + chunk)],
+        );
+        this.log(`  history: ${Math.min(history, done + chunk).toLocaleString('en-US')} of ${history.toLocaleString('en-US')} rows`);
+      }
+      await db.exec('vacuum (analyze) job');
+      return db;
+    });
+  }
+
   /** pg-boss 12's schema with the `bench` queue. */
   pgboss12(): Promise<string> {
     return this.once('pgboss12', async () => {

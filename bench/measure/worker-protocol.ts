@@ -106,6 +106,8 @@ interface LeaseStyle {
 interface QueueShape {
   groups?: number;
   policy?: { concurrency?: number; rate?: string };
+  /** Final jobs behind the queue (Templates.jobclockHistory): the table after months of work. */
+  history?: (ctx: BenchContext) => number;
   /** Sample the running count every 10 ms through the timed phase: it must never pass the limit. */
   sampleRunning?: boolean;
 }
@@ -161,14 +163,15 @@ async function lease(client: HttpClient, worker: string, limit: number, style: L
  * long-poll like a real worker; the run ends when every queued job is finished, and the requests
  * still parked then are aborted (their time is not counted: the last report ends the run).
  */
-function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: LeaseStyle = {}, shape: QueueShape = {}): Unit {
+export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: LeaseStyle = {}, shape: QueueShape = {}): Unit {
   const leaseLoops = 4;
   const reportSockets = 48;
   return {
     key,
     guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
     async run(ctx) {
-      const db = await ctx.server.createDatabase(await ctx.templates.jobclockJobs(shape.groups));
+      const template = shape.history ? ctx.templates.jobclockHistory(shape.history(ctx)) : ctx.templates.jobclockJobs(shape.groups);
+      const db = await ctx.server.createDatabase(await template);
       let leaser: HttpClient | null = null;
       let reporter: HttpClient | null = null;
       try {
@@ -239,7 +242,7 @@ function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: Lea
           warmupJobs(ctx),
         );
         if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
-        const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
+        const check = await db.exec(`select count(*)::int as n from job where state = 'finished' and type = 'noop'`);
         const inDb = (check.rows[0] as { n: number }).n;
         if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} reports answered 200 but ${inDb} jobs are finished`);
         const r = timedRate(t, n);
