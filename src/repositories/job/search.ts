@@ -1,13 +1,74 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
-import type { Job } from '../../domain/job.js';
-import { filtered, type JobSearchFilter } from './filter.js';
+import type { Job, JobState } from '../../domain/job.js';
+import { filtered, likePattern, type JobSearchFilter } from './filter.js';
 import { jobFromRow, type JobRow } from './row.js';
+
+/**
+ * How many of the newest jobs a content search (q, argsContains) filters row by row before it asks
+ * the indexes of final jobs for the rest: a match that is recent or common is found there in a few
+ * milliseconds, which a bitmap of every match in the history would not be; a rare one is found
+ * through the indexes whatever the history's size.
+ */
+export const RECENT_WINDOW = 10_000;
+
+const FINAL_STATES: readonly JobState[] = ['finished', 'failed', 'dropped', 'cancelled'];
 
 /** Newest first (id descending). Returns up to `limit` jobs. */
 export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<Job[]> {
+  const content = (f.q !== undefined && f.q !== '') || f.argsContains !== undefined;
+  if (!content) return (await newest(db, f, null)).map(jobFromRow);
+
+  // 1. The newest RECENT_WINDOW jobs (before the cursor), filtered row by row.
+  const before = f.beforeId === undefined ? sql`true` : sql<boolean>`id < ${f.beforeId}::bigint`;
+  const { rows: edge } = await sql<{ id: string }>`
+    SELECT id FROM job WHERE ${before} ORDER BY id DESC OFFSET ${RECENT_WINDOW - 1} LIMIT 1`.execute(db.kysely);
+  const floor = edge[0]?.id ?? null;
+  const recent = await newest(db, f, floor === null ? null : { from: floor });
+  if (recent.length === f.limit || floor === null) return recent.map(jobFromRow);
+
+  // 2. Older than the window: final jobs through their content indexes, open jobs (few) beside them.
+  const left = f.limit - recent.length;
+  const states: ('final' | 'queued' | 'running')[] =
+    f.state === undefined ? ['final', 'queued', 'running'] : [FINAL_STATES.includes(f.state) ? 'final' : (f.state as 'queued' | 'running')];
+  const parts = states.map((which) => older(db, f, floor, left, which));
+  const rest = (await Promise.all(parts))
+    .flat()
+    .sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : -1))
+    .slice(0, left);
+  return [...recent, ...rest].map(jobFromRow);
+}
+
+/** The filter's jobs newest first, all of them or only those at or above `window.from`. */
+async function newest(db: Executor, f: JobSearchFilter, window: { from: string } | null): Promise<JobRow[]> {
   let q = filtered(db, f).selectAll();
   if (f.beforeId !== undefined) q = q.where(sql<boolean>`id < ${f.beforeId}::bigint`);
-  const rows = (await q.orderBy('id', 'desc').limit(f.limit).execute()) as unknown as JobRow[];
-  return rows.map(jobFromRow);
+  if (window) q = q.where(sql<boolean>`id >= ${window.from}::bigint`);
+  return (await q.orderBy('id', 'desc').limit(f.limit).execute()) as unknown as JobRow[];
+}
+
+/**
+ * Below `floor`: final jobs, found through job_final_args_idx / job_final_text_idx, or the queued or
+ * the running ones, walked through their own partial indexes (one state at a time: with
+ * `state IN (queued, running)` the planner may read the whole table).
+ */
+async function older(
+  db: Executor,
+  f: JobSearchFilter,
+  floor: string,
+  limit: number,
+  which: 'final' | 'queued' | 'running',
+): Promise<JobRow[]> {
+  let q = filtered(db, f)
+    .selectAll()
+    .where(sql<boolean>`id < ${floor}::bigint`);
+  if (which === 'final') {
+    q = q.where(sql<boolean>`state IN ('finished', 'failed', 'dropped', 'cancelled')`);
+    // the indexed expression, which the planner matches as written; filtered() checks each part too
+    if (f.q !== undefined && f.q !== '')
+      q = q.where(sql<boolean>`jobclock_search_text(args, subject, error) ILIKE ${likePattern(f.q)} ESCAPE '\\'`);
+  } else {
+    q = q.where('state', '=', which);
+  }
+  return (await q.orderBy('id', 'desc').limit(limit).execute()) as unknown as JobRow[];
 }
