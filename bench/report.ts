@@ -1,6 +1,6 @@
 /** The table: one row per figure, medians over rounds with min–max, ratios taken within each round. */
 import type { UnitResult } from './lib/context.js';
-import { GROWTH_READS } from './measure/growth.js';
+import { GROWTH_READS, HOT_INDEXES } from './measure/growth.js';
 import { fmt, fmtSpread, latencySummary, type Spread, spread } from './lib/stats.js';
 
 export type RoundResults = Map<string, UnitResult | { error: string }>;
@@ -164,6 +164,31 @@ export function summarize(
         pass: first ? passMark(p50.median < 100) : '',
       });
       figures[`j.reads.${name}`] = { path, p50, p99 };
+    }
+  }
+  {
+    const at = (name: string) => spread(values(rounds, 'j.churn', (r) => r.extra?.[name] ?? Number.NaN));
+    const jobs = at('jobs');
+    const p99 = at('leaseP99');
+    if (jobs && p99) {
+      const p50 = at('leaseP50')!;
+      rows.push({
+        measurement: `(j) ${fmt(jobs.median / 1e6)} M jobs through the README loop: lease latency`,
+        result: `${fmt(at('perSec')!.median)} jobs/s; lease p50 ${fmt(p50.median)} · p99 ${fmt(p99.median)} ms`,
+        ratio: '',
+        target: 'p99 < 20 ms',
+        pass: passMark(p99.median < 20),
+      });
+      const sizes = HOT_INDEXES.map(
+        (i) => `${i.replace(/^job_/, '')} ${fmt(at(`mb.${i}`)?.median ?? Number.NaN)} (${fmt(at(`mbRebuilt.${i}`)?.median ?? Number.NaN)})`,
+      );
+      rows.push({
+        measurement: `(j) … hot index MB after it (rebuilt), autovacuum runs ${fmt(at('vacuums')?.median ?? Number.NaN)}`,
+        result: sizes.join(', '),
+        ratio: '',
+        target: '',
+        pass: '',
+      });
     }
   }
   rate('b.perjob', '(b) jobclock: lease 100 + POST /jobs/{id}/finished each, 48 conns', 'jobs/s', [

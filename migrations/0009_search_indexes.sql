@@ -1,10 +1,18 @@
--- Search that stays fast as the history grows. GET /jobs by args content (argsContains) or text (q)
--- used to walk the job table newest first, filtering row by row: fine while matches are recent or
--- common, seconds once a match is rare and the history holds millions of jobs. These two indexes
+-- Search that stays fast as the history grows. GET /jobs by type, group, worker, args content
+-- (argsContains) or text (q) used to walk the job table newest first, filtering row by row: fine
+-- while matches are recent or common, seconds once a match is rare and the history holds millions
+-- of jobs. These indexes
 -- cover the final jobs only (finished, failed, dropped, cancelled): a job enters them once, when it
 -- ends, and the lease and heartbeats of open jobs never touch them (a partial index whose
 -- predicate is false costs an update nothing). The search looks at the newest jobs first without
 -- them, and asks them only for what it did not find there (src/repositories/job/search.ts).
+
+-- type, group and worker, newest first: a rare one among millions of final jobs is found at once.
+-- (The plain (type, id) index went in 0002 because every state change paid for it; these are paid
+-- once per job.)
+CREATE INDEX job_final_type_idx ON job (type, id) WHERE state IN ('finished', 'failed', 'dropped', 'cancelled');
+CREATE INDEX job_final_group_idx ON job (group_, id) WHERE state IN ('finished', 'failed', 'dropped', 'cancelled');
+CREATE INDEX job_final_worker_idx ON job (worker, id) WHERE state IN ('finished', 'failed', 'dropped', 'cancelled');
 
 -- argsContains: jsonb_path_ops, the smaller and faster of the two GIN classes, for @> only.
 CREATE INDEX job_final_args_idx ON job USING gin (args jsonb_path_ops)

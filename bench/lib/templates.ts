@@ -90,7 +90,7 @@ export class Templates {
 
   /**
    * The queued no-op jobs of jobclockJobs() behind a history of `history` final jobs, as a table
-   * looks after months of work: 20 types, 1,000 groups, args naming one of 100,000 customers,
+   * looks after months of work: 20 types (and a rare one, 1 job in 100,000), 1,000 groups, args naming one of 100,000 customers,
    * 1 % failed (with an error), the rest finished, all within the last 6 days (inside retention).
    * Inserted with SQL in chunks, then vacuumed (visibility map set) and analyzed.
    */
@@ -102,7 +102,7 @@ export class Templates {
         await db.exec(
           `insert into job (type, group_, args, subject, state, run_at, attempts, max_attempts, worker,
                             started_at, finished_at, result, error, created_at, updated_at)
-           select 'hist-' || (g % 20), 'customer:' || (g % 1000),
+           select case when g % 100000 = 7 then 'hist-rare' else 'hist-' || (g % 20) end, 'customer:' || (g % 1000),
                   jsonb_build_object('n', g, 'customer', 'c-' || (g % 100000)), 'order ' || g,
                   case when g % 100 = 0 then 'failed' else 'finished' end,
                   t, 1, 1, 'w-' || (g % 50), t, t + interval '20 ms',

@@ -8,7 +8,7 @@ import { type BenchContext, type Unit } from '../lib/context.js';
 import { HttpClient, unexpected } from '../lib/http.js';
 import { latencySummary } from '../lib/stats.js';
 import { tokenOf } from '../lib/tokens.js';
-import { jobclockProcessing } from './worker-protocol.js';
+import { jobclockProcessing, lease } from './worker-protocol.js';
 
 export const historyJobs = (ctx: BenchContext) =>
   Math.max(100_000, Math.round(Number(process.env.BENCH_HISTORY ?? 10_000_000) * Math.min(1, ctx.scale)));
@@ -22,6 +22,7 @@ export const growthLoop: Unit = {
 /** The reads: name → path. The history's customers are c-0 … c-99999, each in 1 of 100,000 jobs' args. */
 export const GROWTH_READS: [string, string][] = [
   ['type', '/jobs?type=hist-7&limit=50'],
+  ['type (1 in 100,000)', '/jobs?type=hist-rare&limit=50'],
   ['state (1 %)', '/jobs?state=failed&limit=50'],
   ['type + state', '/jobs?type=hist-7&state=failed&limit=50'],
   ['group', '/jobs?group=customer:42&limit=50'],
@@ -61,6 +62,96 @@ export const growthReads: Unit = {
       return { value: extra['p50.0']!, extra };
     } finally {
       client.http?.close();
+      await ctx.host.close().catch(() => undefined);
+      await db.retire();
+    }
+  },
+};
+
+export const churnJobs = (ctx: BenchContext) =>
+  Math.max(50_000, Math.round(Number(process.env.BENCH_CHURN ?? 1_000_000) * Math.min(1, ctx.scale)));
+
+/** The indexes every lease or report touches, whose size after the churn is reported. */
+export const HOT_INDEXES = ['job_pkey', 'job_lease_idx', 'job_lease_type_idx', 'job_fair_idx', 'job_fair_type_idx', 'job_state_idx'];
+
+/**
+ * BENCH_CHURN (default 1 million) jobs through the README loop while one producer keeps about
+ * 20,000 queued (POST /jobs/batch of 1,000): the lease's latency over the run, and the size of the
+ * hot indexes afterwards against their size rebuilt, with what autovacuum did meanwhile.
+ */
+export const growthChurn: Unit = {
+  key: 'j.churn',
+  guardMs: () => 1_800_000,
+  async run(ctx) {
+    const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
+    const clients: HttpClient[] = [];
+    try {
+      const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
+      const total = churnJobs(ctx);
+      const producer = new HttpClient(base, tokenOf('producer'), 1);
+      const workers = new HttpClient(base, tokenOf('worker'), 4);
+      clients.push(producer, workers);
+      let produced = 0;
+      let finished = 0;
+      const leaseMs: number[] = [];
+      const started = performance.now();
+      const produce = (async () => {
+        while (produced < total) {
+          if (produced - finished >= 20_000) {
+            await new Promise((resolve) => setTimeout(resolve, 2));
+            continue;
+          }
+          const n = Math.min(1000, total - produced);
+          const res = await producer.post('/jobs/batch', { jobs: Array.from({ length: n }, () => ({ type: 'noop' })) });
+          if (res.status !== 201) throw unexpected('POST /jobs/batch', res);
+          produced += n;
+        }
+      })();
+      const work = Array.from({ length: 4 }, async (_, i) => {
+        while (finished < total) {
+          const t = performance.now();
+          const jobs = await lease(workers, `churn-${i}`, 100, { types: ['noop'] });
+          if (jobs.length === 0) {
+            await new Promise((resolve) => setTimeout(resolve, 1)); // the producer is behind
+            continue;
+          }
+          leaseMs.push(performance.now() - t); // leases that found jobs: the statement, not a wait
+          const res = await workers.post('/jobs/reports', {
+            reports: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })),
+          });
+          if (res.status !== 200) throw unexpected('POST /jobs/reports', res);
+          finished += jobs.length;
+        }
+      });
+      await Promise.all([produce, ...work]);
+      const seconds = (performance.now() - started) / 1000;
+      const sizes = async () => {
+        const { rows } = await db.exec(`select relname as name, pg_relation_size(oid) as bytes from pg_class where relname = any($1)`, [
+          HOT_INDEXES,
+        ]);
+        return Object.fromEntries((rows as { name: string; bytes: string }[]).map((r) => [r.name, Number(r.bytes)]));
+      };
+      const after = await sizes();
+      const { rows: stat } = await db.exec(
+        `select autovacuum_count::int as vacuums, autoanalyze_count::int as analyzes, n_dead_tup::int as dead from pg_stat_user_tables where relname = 'job'`,
+      );
+      await db.exec(`reindex table job`);
+      const rebuilt = await sizes();
+      const s = latencySummary(leaseMs);
+      const extra: Record<string, number> = {
+        jobs: finished,
+        perSec: finished / seconds,
+        leaseP50: s.p50,
+        leaseP99: s.p99,
+        ...(stat[0] as Record<string, number>),
+      };
+      for (const name of HOT_INDEXES) {
+        extra[`mb.${name}`] = (after[name] ?? 0) / 2 ** 20;
+        extra[`mbRebuilt.${name}`] = (rebuilt[name] ?? 0) / 2 ** 20;
+      }
+      return { value: finished / seconds, extra };
+    } finally {
+      for (const c of clients) c.close();
       await ctx.host.close().catch(() => undefined);
       await db.retire();
     }

@@ -91,7 +91,7 @@ export const rawClaim100 = rawProcessing('a.raw100', 100, 4);
 // ---------------------------------------------------------------------------------------------
 // (b) jobclock over HTTP
 
-interface LeasedJob {
+export interface LeasedJob {
   id: string;
   leaseToken: string;
 }
@@ -142,7 +142,13 @@ function runningSampler(db: { exec(text: string): Promise<{ rows: unknown[] }> }
   };
 }
 
-async function lease(client: HttpClient, worker: string, limit: number, style: LeaseStyle, signal?: AbortSignal): Promise<LeasedJob[]> {
+export async function lease(
+  client: HttpClient,
+  worker: string,
+  limit: number,
+  style: LeaseStyle,
+  signal?: AbortSignal,
+): Promise<LeasedJob[]> {
   let res;
   try {
     res = await client.post('/jobs/next', { worker, limit, ...style }, signal);

@@ -215,7 +215,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     if (recent.length > 40) recent.shift();
     logger?.debug({ postgres: text }, 'embedded postgres');
   };
-  const settings = { listen_addresses: '127.0.0.1', max_connections: '200', ...options.settings };
+  // autovacuum looks at tables every 10 s instead of every minute: a queue's dead rows are best
+  // cleared soon (the job table's own thresholds are in migrations/0010_job_autovacuum.sql)
+  const settings = { listen_addresses: '127.0.0.1', max_connections: '200', autovacuum_naptime: '10s', ...options.settings };
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port,

@@ -68,6 +68,22 @@ it('keeps the state filter: final jobs from the index, open ones beside them', a
   expect((await list(`q=rare-1&state=running`)).ids).toEqual([ids.oldRunning]);
 });
 
+it("finds a rare type, group or worker older than the window through the final jobs' indexes", async () => {
+  await tdb.db.pool.query(`UPDATE job SET type = 'rare.type', group_ = 'rare-group', worker = 'rare-worker' WHERE id = $1`, [
+    ids.oldFinished,
+  ]);
+  await tdb.db.pool.query(`UPDATE job SET type = 'rare.type' WHERE id IN ($1, $2)`, [ids.oldQueued, ids.recent]);
+  expect((await list('type=rare.type')).ids).toEqual([ids.recent, ids.oldQueued, ids.oldFinished]);
+  expect((await list('group=rare-group')).ids).toEqual([ids.oldFinished]);
+  expect((await list('worker=rare-worker&limit=5')).ids).toEqual([ids.oldFinished]);
+  expect((await list('type=rare.type&state=queued')).ids).toEqual([ids.oldQueued]);
+  await tdb.db.pool.query(`UPDATE job SET type = 't', group_ = 'default', worker = 'w' WHERE id IN ($1, $2, $3)`, [
+    ids.oldFinished,
+    ids.oldQueued,
+    ids.recent,
+  ]);
+});
+
 it('matches q literally (% and _ are not wildcards) in the error as well', async () => {
   expect((await list(`q=${encodeURIComponent('100% full_')}`)).ids).toEqual([ids.oldFailed]);
   expect((await list(`q=${encodeURIComponent('100%_full')}`)).ids).toEqual([]);

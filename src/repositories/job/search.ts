@@ -5,10 +5,10 @@ import { filtered, likePattern, type JobSearchFilter } from './filter.js';
 import { jobFromRow, type JobRow } from './row.js';
 
 /**
- * How many of the newest jobs a content search (q, argsContains) filters row by row before it asks
- * the indexes of final jobs for the rest: a match that is recent or common is found there in a few
- * milliseconds, which a bitmap of every match in the history would not be; a rare one is found
- * through the indexes whatever the history's size.
+ * How many of the newest jobs a search by type, group, worker or content (q, argsContains) filters
+ * row by row before it asks the indexes of final jobs for the rest: a match that is recent or
+ * common is found there in a few milliseconds, which a bitmap of every match in the history would
+ * not be; a rare one is found through the indexes whatever the history's size.
  */
 export const RECENT_WINDOW = 10_000;
 
@@ -16,8 +16,15 @@ const FINAL_STATES: readonly JobState[] = ['finished', 'failed', 'dropped', 'can
 
 /** Newest first (id descending). Returns up to `limit` jobs. */
 export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<Job[]> {
-  const content = (f.q !== undefined && f.q !== '') || f.argsContains !== undefined;
-  if (!content) return (await newest(db, f, null)).map(jobFromRow);
+  // Filters a rare value of which must not mean a walk through the whole history. (state has its
+  // own indexes for the rare states; periodicTaskId has job_task_idx.)
+  const selective =
+    (f.q !== undefined && f.q !== '') ||
+    f.argsContains !== undefined ||
+    f.type !== undefined ||
+    f.group !== undefined ||
+    f.worker !== undefined;
+  if (!selective || f.periodicTaskId !== undefined) return (await newest(db, f, null)).map(jobFromRow);
 
   // 1. The newest RECENT_WINDOW jobs (before the cursor), filtered row by row.
   const before = f.beforeId === undefined ? sql`true` : sql<boolean>`id < ${f.beforeId}::bigint`;
@@ -48,7 +55,7 @@ async function newest(db: Executor, f: JobSearchFilter, window: { from: string }
 }
 
 /**
- * Below `floor`: final jobs, found through job_final_args_idx / job_final_text_idx, or the queued or
+ * Below `floor`: final jobs, found through the job_final_* indexes (migration 0009), or the queued or
  * the running ones, walked through their own partial indexes (one state at a time: with
  * `state IN (queued, running)` the planner may read the whole table).
  */
