@@ -13,6 +13,9 @@
 CREATE INDEX job_final_type_idx ON job (type, id) WHERE state IN ('finished', 'failed', 'dropped', 'cancelled');
 CREATE INDEX job_final_group_idx ON job (group_, id) WHERE state IN ('finished', 'failed', 'dropped', 'cancelled');
 CREATE INDEX job_final_worker_idx ON job (worker, id) WHERE state IN ('finished', 'failed', 'dropped', 'cancelled');
+-- "the failed jobs of this type": the rare final states by type (finished ones are common enough
+-- to be found walking the type's index); a combination with no match at all answers at once too.
+CREATE INDEX job_attention_type_idx ON job (type, state, id) WHERE state IN ('failed', 'dropped', 'cancelled');
 
 -- argsContains: jsonb_path_ops, the smaller and faster of the two GIN classes, for @> only.
 CREATE INDEX job_final_args_idx ON job USING gin (args jsonb_path_ops)
