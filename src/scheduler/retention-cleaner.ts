@@ -9,6 +9,8 @@ export interface CleanerOptions {
   batchSize?: number;
   /** Most statements per sweep; the rest waits for the next sweep, so a backlog never holds the loop long. */
   maxBatches?: number;
+  /** The pause before the next sweep when one stopped at maxBatches with more to delete (default 100 ms). */
+  catchUpMs?: number;
 }
 
 /**
@@ -22,6 +24,8 @@ export class RetentionCleaner extends LoopService {
   private readonly everyMs: number;
   private readonly batchSize: number;
   private readonly maxBatches: number;
+  private readonly catchUpMs: number;
+  private behind = false;
 
   constructor(
     readonly ctx: ServiceContext,
@@ -31,13 +35,16 @@ export class RetentionCleaner extends LoopService {
     this.everyMs = options.everyMs ?? 60_000;
     this.batchSize = options.batchSize ?? 1_000;
     this.maxBatches = options.maxBatches ?? 20;
+    this.catchUpMs = options.catchUpMs ?? 100;
     this.loop = new Loop({
       name: 'retention sweep',
       logger: ctx.logger,
       clock: ctx.clock,
       step: async () => {
         await this.tick(this.ctx.clock.now());
-        return this.everyMs;
+        // a backlog (a retention just shortened, or more jobs ending than a sweep a minute deletes)
+        // is taken in sweeps a moment apart, each a few short statements, until it is gone
+        return this.behind ? this.catchUpMs : this.everyMs;
       },
       failureBackoff: { initialMs: 1_000, maxMs: this.everyMs },
     });
@@ -47,10 +54,12 @@ export class RetentionCleaner extends LoopService {
   async tick(now: Date): Promise<number> {
     const before = new Date(now.getTime() - this.ctx.retentionMs);
     let total = 0;
+    this.behind = false;
     for (let i = 0; i < this.maxBatches; i++) {
       const n = await jobDeleteOld(this.ctx.db, before, this.batchSize);
       total += n;
       if (n < this.batchSize) break;
+      if (i === this.maxBatches - 1) this.behind = true;
     }
     if (total > 0) this.ctx.logger.info({ deleted: total, before }, 'deleted final jobs older than the retention');
     return total;

@@ -179,6 +179,23 @@ describe('retention', () => {
     expect(await sweeper.tick(at(0))).toBe(150);
   });
 
+  it('takes a backlog in sweeps a moment apart, then sleeps the interval again', async () => {
+    await tdb.db.pool.query('DELETE FROM job');
+    await finishedJobs(250, at(-2 * DAY));
+    const loop = new RetentionCleaner(api.stack.ctx, { everyMs: 60_000, batchSize: 50, maxBatches: 2, catchUpMs: 10 });
+    const sleeps: number[] = [];
+    loop.events.on('sleep', ({ ms }: { ms: number }) => sleeps.push(ms));
+    loop.start();
+    try {
+      while (sleeps.length < 3) await sleep(5);
+      // 100 + 100 deleted, each sweep stopping at maxBatches; then the last 50 and caught up
+      expect(sleeps.slice(0, 3)).toEqual([10, 10, 60_000]);
+      expect(await count()).toBe(0);
+    } finally {
+      await loop.stop();
+    }
+  });
+
   it('sweeps from its own loop, once per interval', async () => {
     await tdb.db.pool.query('DELETE FROM job');
     await finishedJobs(20, at(-2 * DAY));
