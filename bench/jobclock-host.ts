@@ -18,6 +18,7 @@ import { knownMigrations } from '../src/db/migrate.js';
 import { Notifications } from '../src/db/notifications.js';
 import { LeaseReaper } from '../src/scheduler/lease-reaper.js';
 import { PeriodicScheduler } from '../src/scheduler/periodic-scheduler.js';
+import { RetentionCleaner } from '../src/scheduler/retention-cleaner.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { createServices, type Services } from '../src/services/index.js';
 import { currentThreadId } from './lib/cpu.js';
@@ -27,6 +28,8 @@ export interface OpenArgs {
   url: string;
   /** Start the PeriodicScheduler loop on the real clock (as JOBCLOCK_SCHEDULER=on does). */
   schedulerLoop: boolean;
+  /** Start the RetentionCleaner loop too (retention 7 days, its default sweeps). */
+  retention?: boolean;
   poolSize?: number;
 }
 
@@ -53,6 +56,7 @@ interface Instance {
   notifications: Notifications;
   scheduler: PeriodicScheduler | null;
   reaper: LeaseReaper;
+  cleaner: RetentionCleaner | null;
 }
 
 let current: Instance | null = null;
@@ -89,7 +93,9 @@ async function open(args: OpenArgs): Promise<{ port: number; tid: number | null 
   const reaper = new LeaseReaper(ctx);
   scheduler?.start();
   reaper.start();
-  current = { db, app, services, ctx, notifications, scheduler, reaper };
+  const cleaner = args.retention ? new RetentionCleaner(ctx) : null;
+  cleaner?.start();
+  current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner };
   if (profileDir) {
     profiler = new Session();
     profiler.connect();
@@ -112,7 +118,7 @@ async function close(): Promise<void> {
     await writeFile(file, JSON.stringify(profile));
   }
   inst.services.jobs.shutdown();
-  await Promise.all([inst.scheduler?.stop(), inst.reaper.stop()]);
+  await Promise.all([inst.scheduler?.stop(), inst.reaper.stop(), inst.cleaner?.stop()]);
   await inst.app.close();
   await inst.notifications.stop();
   await inst.db.destroy();

@@ -151,6 +151,20 @@ export function summarize(
     const history = spread(values(rounds, 'j.reads', (r) => r.extra?.history ?? Number.NaN));
     const n = history ? `${fmt(history.median / 1e6)} M` : 'many';
     rate('j.loop', `(j) README loop behind ${n} final jobs`, 'jobs/s', [{ key: 'b.loop', label: 'README loop, empty table', min: 0.9 }]);
+    rate('j.retention', '(j) README loop while retention deletes 1 M expired jobs', 'jobs/s', [
+      { key: 'b.loop', label: 'README loop alone', min: 0.8 },
+    ]);
+    const deleted = spread(values(rounds, 'j.retention', (r) => r.extra?.expiredDeletedPerSec ?? Number.NaN));
+    if (deleted) {
+      rows.push({
+        measurement: '(j) … expired jobs deleted meanwhile',
+        result: `${fmtSpread(deleted, 'jobs/s')}`,
+        ratio: '',
+        target: '≥ 2,000 jobs/s',
+        pass: passMark(deleted.median >= 2000),
+      });
+      figures['j.retention.deleted'] = deleted;
+    }
     for (const [i, [name, path]] of GROWTH_READS.entries()) {
       const p50 = spread(values(rounds, 'j.reads', (r) => r.extra?.[`p50.${i}`] ?? Number.NaN));
       const p99 = spread(values(rounds, 'j.reads', (r) => r.extra?.[`p99.${i}`] ?? Number.NaN));

@@ -20,7 +20,7 @@ import { BenchServer } from './lib/postgres.js';
 import { fmt } from './lib/stats.js';
 import { Templates } from './lib/templates.js';
 import { pgBoss12Insert, pgBoss12Send, postBatch, postJobs, rawInsert, sqlAddJobs } from './measure/enqueue.js';
-import { growthChurn, growthLoop, growthReads } from './measure/growth.js';
+import { growthChurn, growthLoop, growthReads, growthRetention } from './measure/growth.js';
 import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
 import { burstTasks, lateness, schedulerBurst, sqlBurst } from './measure/scheduler.js';
 import { jobclockLease100, slimLease100 } from './measure/lease-statement.js';
@@ -103,10 +103,11 @@ const UNITS: Unit[] = [
   growthLoop,
   growthReads,
   growthChurn,
+  growthRetention,
 ];
 
 /** Measurements run only when BENCH_ONLY names them (they answer one question and take long). */
-const OPT_IN: Unit[] = [jobclockInterleaved, pgBoss12Work, growthLoop, growthReads, growthChurn];
+const OPT_IN: Unit[] = [jobclockInterleaved, pgBoss12Work, growthLoop, growthReads, growthChurn, growthRetention];
 
 const selected = (u: Unit) =>
   OPT_IN.includes(u) ? ONLY.some((p) => p.length > 2 && u.key.startsWith(p)) : ONLY.length === 0 || ONLY.some((p) => u.key.startsWith(p));

@@ -120,6 +120,24 @@ export class Templates {
     });
   }
 
+  /** The queued no-op jobs of jobclockJobs() and `expired` final jobs past the 7-day retention. */
+  jobclockExpired(expired: number): Promise<string> {
+    return this.once(`jobclock+expired${expired}`, async () => {
+      const db = await this.server.createDatabase(await this.jobclockJobs(), `tpl_jobclock_expired`);
+      for (let done = 0; done < expired; done += 500_000) {
+        await db.exec(
+          `insert into job (type, args, state, run_at, attempts, max_attempts, worker, started_at, finished_at, result, created_at, updated_at)
+           select 'old-' || (g % 20), jsonb_build_object('n', g), 'finished', t, 1, 1, 'w-' || (g % 50), t, t, '{"ok":true}', t, t
+             from generate_series($1::bigint, $2::bigint) g,
+                  lateral (select now() - interval '30 days' + (g % 500000) * interval '1 s' as t) x`,
+          [done + 1, Math.min(expired, done + 500_000)],
+        );
+      }
+      await db.exec('vacuum (analyze) job');
+      return db;
+    });
+  }
+
   /** pg-boss 12's schema with the `bench` queue. */
   pgboss12(): Promise<string> {
     return this.once('pgboss12', async () => {

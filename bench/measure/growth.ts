@@ -19,6 +19,15 @@ export const growthLoop: Unit = {
   guardMs: () => 900_000, // the first of the two builds the history
 };
 
+export const expiredJobs = (ctx: BenchContext) =>
+  Math.max(100_000, Math.round(Number(process.env.BENCH_EXPIRED ?? 1_000_000) * Math.min(1, ctx.scale)));
+
+/** The README loop while the RetentionCleaner deletes BENCH_EXPIRED (default 1 million) expired jobs. */
+export const growthRetention: Unit = {
+  ...jobclockProcessing('j.retention', 'reports', { types: ['noop'], wait: '30s' }, { expired: expiredJobs }),
+  guardMs: () => 900_000,
+};
+
 /** The reads: name → path. The history's customers are c-0 … c-99999, each in 1 of 100,000 jobs' args. */
 export const GROWTH_READS: [string, string][] = [
   ['type', '/jobs?type=hist-7&limit=50'],

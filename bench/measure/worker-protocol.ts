@@ -108,8 +108,18 @@ interface QueueShape {
   policy?: { concurrency?: number; rate?: string };
   /** Final jobs behind the queue (Templates.jobclockHistory): the table after months of work. */
   history?: (ctx: BenchContext) => number;
+  /** Final jobs past the retention behind the queue, deleted by the RetentionCleaner while the loop runs. */
+  expired?: (ctx: BenchContext) => number;
   /** Sample the running count every 10 ms through the timed phase: it must never pass the limit. */
   sampleRunning?: boolean;
+}
+
+/** Final jobs past the 7-day retention still in the table. */
+async function expiredLeft(db: { exec(text: string): Promise<{ rows: unknown[] }> }): Promise<number> {
+  const { rows } = await db.exec(
+    `select count(*)::int as n from job where state in ('finished', 'failed', 'dropped', 'cancelled') and finished_at < now() - interval '7 days'`,
+  );
+  return (rows[0] as { n: number }).n;
 }
 
 /** Samples how many jobs are running until stopped: the most seen, the mean, and the share of samples at `limit`. */
@@ -176,13 +186,17 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
     key,
     guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
     async run(ctx) {
-      const template = shape.history ? ctx.templates.jobclockHistory(shape.history(ctx)) : ctx.templates.jobclockJobs(shape.groups);
+      const template = shape.history
+        ? ctx.templates.jobclockHistory(shape.history(ctx))
+        : shape.expired
+          ? ctx.templates.jobclockExpired(shape.expired(ctx))
+          : ctx.templates.jobclockJobs(shape.groups);
       const db = await ctx.server.createDatabase(await template);
       let leaser: HttpClient | null = null;
       let reporter: HttpClient | null = null;
       try {
         const n = ctx.templates.jobs;
-        const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
+        const base = await ctx.host.open({ url: db.url, schedulerLoop: true, retention: shape.expired !== undefined });
         await db.settle();
         if (shape.policy) {
           const admin = new HttpClient(base, tokenOf('admin'), 1);
@@ -207,6 +221,9 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
             let done = 0;
             const over = new AbortController();
             const stopSampling = limit !== null && until.jobs === Number.POSITIVE_INFINITY ? runningSampler(db, limit) : null;
+            const timed = until.jobs === Number.POSITIVE_INFINITY;
+            const expiredAtStart = shape.expired && timed ? await expiredLeft(db) : null;
+            const phaseStart = performance.now();
             const more = () => performance.now() < until.deadline && done < until.jobs && finished < n;
             const count = (k: number) => {
               done += k;
@@ -243,6 +260,13 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
               }),
             );
             if (stopSampling) sampled.value = await stopSampling();
+            if (expiredAtStart !== null) {
+              const left = await expiredLeft(db);
+              sampled.value = {
+                expiredDeletedPerSec: ((expiredAtStart - left) * 1000) / (performance.now() - phaseStart),
+                expiredLeft: left,
+              };
+            }
             return done;
           },
           warmupJobs(ctx),
@@ -253,8 +277,8 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
         if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} reports answered 200 but ${inDb} jobs are finished`);
         const r = timedRate(t, n);
         if (sampled.value) {
-          const most = sampled.value.runningMax!;
-          if (most > limit!) throw new Error(`${most} jobs were running at once under a limit of ${limit}`);
+          const most = sampled.value.runningMax;
+          if (most !== undefined && most > limit!) throw new Error(`${most} jobs were running at once under a limit of ${limit}`);
           r.extra = { ...r.extra, ...sampled.value };
         }
         return r;
