@@ -171,11 +171,13 @@ function systemd(expr: string, from: Date, count: number): string[] {
  * (`*-*-1/4` from Dec 28 → Jan 5): https://github.com/systemd/systemd/issues/40260. We follow its
  * documentation (the value itself and every repetition match), so those comparisons are left out.
  */
-function crossesNewYearWithDayRepetition(expr: string, expected: string[]): boolean {
+function crossesNewYearWithDayRepetition(expr: string, expected: string[], from: Date): boolean {
   const date = expr.split(' ').find((t) => /^[\d*]/.test(t) && /[-~]/.test(t) && !t.includes(':')) ?? '';
   const dayPart = date.replace(/^.*[-~]/, '');
   if (!dayPart.includes('/')) return false;
-  return new Set(expected.map((t) => t.slice(0, 4))).size > 1;
+  // from the start of the search, not only between the answers: from 2044-12-29, systemd's first
+  // answer to *-*-1/4 is 2045-01-05, past the new year it skipped (found by this test, seed 692504191)
+  return new Set([from.toISOString(), ...expected].map((t) => t.slice(0, 4))).size > 1;
 }
 
 function calItemArb(min: number, max: number, pad: boolean): fc.Arbitrary<string> {
@@ -245,7 +247,7 @@ describe.skipIf(!haveSystemd)('calendar events agree with systemd-analyze calend
       fc.property(calendarArb.filter(fires), fromArb, (expr, from) => {
         const expected = systemdOrNull(expr, from, 6);
         fc.pre(expected !== null);
-        fc.pre(!crossesNewYearWithDayRepetition(expr, expected));
+        fc.pre(!crossesNewYearWithDayRepetition(expr, expected, from));
         expect(ours(expr, from, 6, 'Europe/Berlin'), expr).toEqual(expected);
       }),
       { numRuns: 200 },
