@@ -30,9 +30,15 @@ export class HttpClient {
     this.pool = new Pool(new URL(baseUrl).origin, { connections: maxSockets, pipelining: 1, keepAliveTimeout: 60_000 });
   }
 
-  async request(method: 'GET' | 'POST' | 'DELETE' | 'PATCH', path: string, body?: unknown, signal?: AbortSignal): Promise<HttpResponse> {
+  async request(
+    method: 'GET' | 'POST' | 'DELETE' | 'PATCH',
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    extraHeaders?: Record<string, string>,
+  ): Promise<HttpResponse> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string> = { authorization: this.auth, accept: 'application/json' };
+    const headers: Record<string, string> = { authorization: this.auth, accept: 'application/json', ...extraHeaders };
     if (payload !== undefined) headers['content-type'] = 'application/json';
     const res = await this.pool.request({
       method,
@@ -54,8 +60,8 @@ export class HttpClient {
     return { status: res.statusCode, body: parsed };
   }
 
-  post(path: string, body: unknown, signal?: AbortSignal): Promise<HttpResponse> {
-    return this.request('POST', path, body, signal);
+  post(path: string, body: unknown, signal?: AbortSignal, headers?: Record<string, string>): Promise<HttpResponse> {
+    return this.request('POST', path, body, signal, headers);
   }
 
   close(): void {

@@ -82,7 +82,14 @@ export const churnJobs = (ctx: BenchContext) =>
   Math.max(50_000, Math.round(Number(process.env.BENCH_CHURN ?? 1_000_000) * Math.min(1, ctx.scale)));
 
 /** The indexes every lease or report touches, whose size after the churn is reported. */
-export const HOT_INDEXES = ['job_pkey', 'job_fair_idx', 'job_fair_type_idx', 'job_queued_run_at_idx', 'job_lease_expiry_idx', 'job_finished_idx'];
+export const HOT_INDEXES = [
+  'job_pkey',
+  'job_fair_idx',
+  'job_fair_type_idx',
+  'job_queued_run_at_idx',
+  'job_lease_expiry_idx',
+  'job_finished_idx',
+];
 
 /**
  * BENCH_CHURN (default 1 million) jobs through the README loop while one producer keeps about

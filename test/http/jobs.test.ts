@@ -1,4 +1,5 @@
 /** Jobs over HTTP: producers, readers and managers (the worker protocol is in jobs-worker.test.ts). */
+import request from 'supertest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { bearer, TOKENS } from '../support/app.js';
@@ -501,6 +502,35 @@ describe('access', () => {
       expect((await secured.post(path, undefined, bearer('worker'))).status).toBe(403);
       expect((await secured.post(path, undefined, bearer('producer'))).status).toBe(403);
       expect((await secured.post(path, undefined, bearer('reader'))).status).toBe(403);
+    }
+  });
+});
+
+describe('POST /jobs/batch with Prefer: return=minimal', () => {
+  it('answers the new jobs ids only, in order, and says the preference was applied', async () => {
+    const res = await request(api.stack.app.server)
+      .post('/jobs/batch')
+      .set('authorization', bearer('admin'))
+      .set('prefer', 'respond-async, return=minimal')
+      .send({ jobs: [{ type: 'minimal.a' }, { type: 'minimal.b', args: { n: 2 } }] });
+    expect(res.status).toBe(201);
+    expect(res.headers['preference-applied']).toBe('return=minimal');
+    expect(res.body).toEqual({ jobs: [{ id: expect.any(String) }, { id: expect.any(String) }] });
+    const [a, b] = res.body.jobs as { id: string }[];
+    expect((await api.get(`/jobs/${a!.id}`)).body).toMatchObject({ type: 'minimal.a', state: 'queued' });
+    expect((await api.get(`/jobs/${b!.id}`)).body).toMatchObject({ type: 'minimal.b', args: { n: 2 } });
+  });
+
+  it('answers whole jobs for any other preference', async () => {
+    for (const prefer of ['return=representation', 'return=minimally', 'handling=strict']) {
+      const res = await request(api.stack.app.server)
+        .post('/jobs/batch')
+        .set('authorization', bearer('admin'))
+        .set('prefer', prefer)
+        .send({ jobs: [{ type: 'minimal.c' }] });
+      expect(res.status).toBe(201);
+      expect(res.headers['preference-applied']).toBeUndefined();
+      expect(res.body.jobs[0]).toMatchObject({ type: 'minimal.c', state: 'queued' });
     }
   });
 });

@@ -6,6 +6,7 @@ import {
   BulkActionResponse,
   CreateJobBatchBody,
   CreateJobBody,
+  JobBatchMinimalSchema,
   JobBatchSchema,
   jobDto,
   ExplainResponse,
@@ -17,6 +18,8 @@ import {
   JobSchema,
   MAX_BULK,
   PatchJobBody,
+  PreferHeaders,
+  prefersMinimal,
   TRACEPARENT_PATTERN,
 } from '../schemas/jobs.js';
 import {
@@ -80,13 +83,20 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         schema: {
           tags: ['jobs'],
           summary: 'Create up to 1000 jobs at once, all or nothing',
+          headers: PreferHeaders,
           body: CreateJobBatchBody,
-          response: { 201: JobBatchSchema, ...standardErrors },
+          response: { 201: z.union([JobBatchSchema, JobBatchMinimalSchema]), ...standardErrors },
         },
       },
       async (request, reply) => {
         const trace = request.headers.traceparent;
         const created = await jobs.createMany(request.body.jobs.map((j) => withTraceparent(j, trace)));
+        if (prefersMinimal(request.headers.prefer)) {
+          return reply
+            .status(201)
+            .header('preference-applied', 'return=minimal')
+            .send({ jobs: created.map((j) => ({ id: j.id })) });
+        }
         return reply.status(201).send({ jobs: created.map(jobDto) });
       },
     );

@@ -263,6 +263,23 @@ export const CreateJobBatchBody = z
 
 export const JobBatchSchema = z.object({ jobs: z.array(JobSchema) }).meta({ id: 'JobBatch' });
 
+/** POST /jobs/batch with `Prefer: return=minimal` (RFC 7240): only the new jobs' ids, in order. */
+export const JobBatchMinimalSchema = z
+  .object({ jobs: z.array(z.object({ id: z.string().meta({ example: '1042' }) })) })
+  .meta({ id: 'JobBatchMinimal' });
+
+export const PreferHeaders = z.object({
+  prefer: z.string().optional().meta({
+    description:
+      '`return=minimal` (RFC 7240): answer only the ids of the created jobs, in the order given (a bulk load has no use for 1000 jobs echoed back); `Preference-Applied` says so.',
+    example: 'return=minimal',
+  }),
+});
+
+/** Whether the request asked `Prefer: return=minimal`. */
+export const prefersMinimal = (prefer: string | undefined): boolean =>
+  prefer !== undefined && /(^|[\s,;])return\s*=\s*minimal(\s*($|[,;]))/i.test(prefer);
+
 export const JobIdParams = z.strictObject({ id: z.string().meta({ example: '1042' }) });
 
 /** A JSON object whose every member a job's args must contain (PostgreSQL's `@>`). */

@@ -1620,7 +1620,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description `return=minimal` (RFC 7240): answer only the ids of the created jobs, in the order given (a bulk load has no use for 1000 jobs echoed back); `Preference-Applied` says so. */
+                    prefer?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -1636,7 +1639,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": components["schemas"]["JobBatch"];
+                        "application/json": components["schemas"]["JobBatch"] | components["schemas"]["JobBatchMinimal"];
                     };
                 };
                 /** @description Default Response */
@@ -4112,6 +4115,18 @@ export interface components {
         };
         JobBatchInput: {
             jobs: components["schemas"]["JobInput"][];
+        };
+        JobBatchMinimal: {
+            jobs: {
+                /** @example 1042 */
+                id: string;
+            }[];
+        };
+        JobBatchMinimalInput: {
+            jobs: {
+                /** @example 1042 */
+                id: string;
+            }[];
         };
         JobEvent: {
             /** @description The role that took a manual action (admin, producer, …), or policy:replace. */
