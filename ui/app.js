@@ -104,7 +104,16 @@ const views = {
     for (const k of ['state', 'type', 'group', 'periodicTaskId', 'q', 'argsContains', 'worker'])
       if (params.get(k)) filter[k] = params.get(k);
     const cursor = params.get('cursor') ?? undefined;
-    const page = await get(`/jobs${qs({ ...filter, limit: 50, cursor })}`);
+    let page;
+    let refused = '';
+    try {
+      page = await get(`/jobs${qs({ ...filter, limit: 50, cursor })}`);
+    } catch (err) {
+      // a filter the API refuses (400) is shown beside the form, so it can be corrected
+      if (!(err instanceof ApiError) || err.status !== 400) throw err;
+      page = { items: [], nextCursor: null };
+      refused = `<p class="error" id="refused">${problemText(err)}</p>`;
+    }
     const states = ['', 'queued', 'running', 'finished', 'failed', 'dropped', 'cancelled'];
     const input = (k, label, ph = '') =>
       `<label>${label} <input name="${k}" value="${esc(filter[k] ?? '')}" placeholder="${esc(ph)}" /></label>`;
@@ -118,10 +127,13 @@ const views = {
         <button type="submit">Search</button>
         ${retryable ? `<button type="button" data-action="bulk-retry">Retry all matching</button>` : ''}
       </form>
+      ${refused}
       ${
-        page.items.length === 0
-          ? '<p class="muted" id="no-jobs">No job matches.</p>'
-          : `<table id="jobs"><thead><tr><th>id</th><th>type</th><th>group</th><th>state</th><th class="num">attempts</th><th>run at</th><th>created</th><th>error</th></tr></thead><tbody>
+        refused
+          ? ''
+          : page.items.length === 0
+            ? '<p class="muted" id="no-jobs">No job matches.</p>'
+            : `<table id="jobs"><thead><tr><th>id</th><th>type</th><th>group</th><th>state</th><th class="num">attempts</th><th>run at</th><th>created</th><th>error</th></tr></thead><tbody>
         ${page.items
           .map(
             (
@@ -208,7 +220,7 @@ const views = {
       <h1>Periodic task ${esc(t.id)} ${t.enabled ? '<span class="badge finished">enabled</span>' : '<span class="badge paused">disabled</span>'}</h1>
       <p class="actions">${taskActions(t)} <a href="#/jobs${esc(qs({ periodicTaskId: t.id }))}">its jobs</a></p>
       <table class="fields">
-        ${field('schedule', `<code>${esc(t.schedule)}</code> <span class="muted">(${esc(preview.kind)}${t.timezone ? `, ${esc(t.timezone)}` : ''})</span>`)}
+        ${field('schedule', `${scheduleText(t)} <span class="muted">(${esc(preview.kind)}${t.timezone ? `, ${esc(t.timezone)}` : ''})</span>`)}
         ${field('job type', `<a href="#/jobs${esc(qs({ type: t.task }))}">${esc(t.task)}</a>`)}
         ${field('group', esc(t.group ?? '—'))}${field('next run', time(t.nextRun))}${field('last run', time(t.lastRun))}
         ${field('lateness', lateness(t))}${field('misfire policy', esc(t.misfirePolicy))}${field('concurrency policy', esc(t.concurrencyPolicy))}
@@ -224,6 +236,32 @@ function taskActions(t) {
     <button data-action="trigger" data-task="${esc(t.id)}">Trigger now</button>`;
 }
 
+/**
+ * A few common cron shapes in words ("every day at 03:00"); null for the rest, which the page shows
+ * as the expression only. Interval schedules ("every 5m") and calendar events read well as they are.
+ */
+function inWords(schedule) {
+  const f = schedule.trim().split(/\s+/);
+  if (f.length !== 5) return null;
+  const [min, hour, dom, mon, dow] = f;
+  const num = (v) => /^\d+$/.test(v);
+  const pad = (v) => v.padStart(2, '0');
+  if (dom !== '*' || mon !== '*') return null;
+  const days = dow === '*' ? 'every day' : /^[A-Za-z0-9,-]+$/.test(dow) ? `on ${dow.replace(/,/g, ', ')}` : null;
+  if (!days) return null;
+  if (num(min) && num(hour)) return `${days} at ${pad(hour)}:${pad(min)}`;
+  if (num(min) && hour === '*') return `${dow === '*' ? 'every hour' : `${days}, every hour`} at minute ${min}`;
+  const step = /^\*\/(\d+)$/.exec(min);
+  if (step && hour === '*') return `${dow === '*' ? '' : `${days}, `}every ${step[1]} minutes`;
+  if (min === '*' && hour === '*') return `${dow === '*' ? '' : `${days}, `}every minute`;
+  return null;
+}
+
+function scheduleText(t) {
+  const words = inWords(t.schedule);
+  return `${words ? `${esc(words)} <span class="muted">·</span> ` : ''}<code>${esc(t.schedule)}</code>`;
+}
+
 function lateness(t) {
   if (!t.enabled || !t.nextRun) return '—';
   const late = Date.now() - Date.parse(t.nextRun);
@@ -231,7 +269,7 @@ function lateness(t) {
 }
 
 function taskRow(t) {
-  return `<tr data-task="${esc(t.id)}"><td><a href="#/tasks/${enc(t.id)}">${esc(t.id)}</a></td><td>${esc(t.task)}</td><td><code>${esc(t.schedule)}</code>${t.timezone ? ` <span class="muted">${esc(t.timezone)}</span>` : ''}</td>
+  return `<tr data-task="${esc(t.id)}"><td><a href="#/tasks/${enc(t.id)}">${esc(t.id)}</a></td><td>${esc(t.task)}</td><td>${scheduleText(t)}${t.timezone ? ` <span class="muted">${esc(t.timezone)}</span>` : ''}</td>
     <td>${time(t.nextRun)}</td><td>${time(t.lastRun)}</td><td>${lateness(t)}</td><td>${t.enabled ? 'yes' : 'no'}</td><td class="actions">${taskActions(t)}</td></tr>`;
 }
 

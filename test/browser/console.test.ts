@@ -83,6 +83,9 @@ describe.skipIf(!CHROMIUM)('the console', () => {
     expect(await page.locator('#jobs tbody tr td:nth-child(2)').allInnerTexts()).toEqual(['report.build']);
     await open(page, base, '#/jobs?q=no-such-text-anywhere');
     expect(await page.locator('#no-jobs').count()).toBe(1);
+    await open(page, base, '#/jobs?argsContains=%5B1%5D');
+    expect(await page.locator('#refused').innerText()).toContain('argsContains must be a JSON object');
+    expect(await page.locator('#job-filter').count()).toBe(1);
     await open(page, base, '#/jobs?type=mail.send');
     await screenshot(page, 'jobs');
   });
@@ -146,6 +149,8 @@ describe.skipIf(!CHROMIUM)('the console', () => {
     await open(page, base, '#/tasks');
     expect(await page.locator('#tasks tbody tr').count()).toBe(2);
     expect(await page.locator('#tasks tr[data-task="nightly-report"]').innerText()).toContain('0 3 * * *');
+    expect(await page.locator('#tasks tr[data-task="nightly-report"]').innerText()).toContain('every day at 03:00');
+    expect(await page.locator('#tasks tr[data-task="ping"]').innerText()).toContain('every 5m');
     await screenshot(page, 'tasks');
 
     await open(page, base, '#/tasks/nightly-report');
