@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../support/db.js';
 import type { TestStack } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
-import { CHROMIUM, SCREENSHOTS, launch, open } from './support.js';
+import { CHROMIUM, SCREENSHOTS, launch, open, screenshot } from './support.js';
 
 let tdb: TestDatabase;
 let stack: TestStack;
@@ -78,6 +78,7 @@ async function visit(name: string, hash: string): Promise<{ url: string; ms: num
   )) as { url: string; ms: number }[];
   expect(entries.length).toBeGreaterThan(0);
   measured[name] = entries;
+  if (name === 'overview' || name === 'jobs' || name === 'tasks') await screenshot(page, `volume-${name}`);
   return entries;
 }
 
