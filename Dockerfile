@@ -30,6 +30,7 @@ COPY --from=build /app/dist/src ./dist/src
 COPY package.json ./
 COPY migrations ./migrations
 COPY openapi ./openapi
+COPY ui ./ui
 USER node
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \

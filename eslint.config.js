@@ -37,5 +37,14 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
+  {
+    // the console's browser modules (served from ui/)
+    files: ['ui/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'sessionStorage', 'fetch', 'URLSearchParams', 'FormData', 'confirm'].map((g) => [g, 'readonly']),
+      ),
+    },
+  },
   prettier,
 );

@@ -14,6 +14,7 @@ import { registerJsonParser } from './http/json-parser.js';
 import { PROBLEM_CONTENT_TYPE, problem } from './http/problem.js';
 import { apiRoutes } from './http/routes/index.js';
 import { healthRoutes } from './http/routes/health.js';
+import { registerUi } from './http/ui.js';
 import type { Services } from './services/index.js';
 
 export interface AppDeps {
@@ -107,6 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(healthRoutes(deps));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   await app.register(fastifySwaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+  await registerUi(app as unknown as FastifyInstance);
 
   await app.register(async (api) => {
     registerAuth(api, deps.config.tokens);
