@@ -550,4 +550,15 @@ async function main(): Promise<number> {
   return code;
 }
 
+// Ctrl-C: stop the instances and the server this run started, then exit
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const i of instances) if (i.child.exitCode === null) i.child.kill('SIGKILL');
+    void server
+      ?.stop()
+      .catch(() => undefined)
+      .finally(() => process.exit(130));
+  });
+}
+
 process.exitCode = await main();
