@@ -22,7 +22,9 @@ import { type EmbeddedServer, freePort, startEmbedded } from '../src/db/embedded
 
 // the compiled service next to this compiled script (dist/chaos/run.js → dist/src/main.js)
 const mainJs = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src/main.js');
-const SECONDS = Number(process.env.CHAOS_SECONDS ?? 120);
+/** soak (chaos/soak.ts): the same load without faults, for longer, sampling each instance's memory and event-loop lag */
+const SOAK = process.env.CHAOS_MODE === 'soak';
+const SECONDS = SOAK ? Number(process.env.SOAK_MINUTES ?? 30) * 60 : Number(process.env.CHAOS_SECONDS ?? 120);
 const WORKERS = 20;
 const TASKS = 100;
 const INSTANCES = 3;
@@ -327,7 +329,70 @@ async function restartPostgres(): Promise<void> {
   log(`PostgreSQL back after ${figures.pgDownMs} ms`);
 }
 
+interface Sample {
+  at: number; // seconds since the load began
+  rssMb: (number | null)[];
+  lagP99Ms: (number | null)[];
+}
+const samples: Sample[] = [];
+
+async function sample(startedAt: number): Promise<void> {
+  const rssMb: (number | null)[] = [];
+  const lagP99Ms: (number | null)[] = [];
+  for (const i of instances) {
+    const text = await fetch(`http://127.0.0.1:${i.port}/metrics`, { signal: AbortSignal.timeout(5_000) })
+      .then((r) => r.text())
+      .catch(() => '');
+    const metric = (name: string) => {
+      const m = new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text);
+      return m ? Number(m[1]) : null;
+    };
+    const rss = metric('jobclock_process_resident_memory_bytes');
+    const lag = metric('jobclock_nodejs_eventloop_lag_p99_seconds');
+    rssMb.push(rss === null ? null : Math.round(rss / 1e5) / 10);
+    lagP99Ms.push(lag === null ? null : Math.round(lag * 1e4) / 10);
+  }
+  samples.push({ at: Math.round((Date.now() - startedAt) / 1000), rssMb, lagP99Ms });
+}
+
+/** Least-squares slope of RSS over time, in MB a minute. */
+function slope(points: [number, number][]): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((s, [x]) => s + x, 0) / n;
+  const my = points.reduce((s, [, y]) => s + y, 0) / n;
+  const num = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
+  const den = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  return den === 0 ? 0 : (num / den) * 60;
+}
+
+function soakReport(): string {
+  const names = instances.map((i) => i.name);
+  const lines = [['t (s)', ...names.map((n) => `${n} RSS MB / lag p99 ms`)]];
+  for (const s of samples) lines.push([String(s.at), ...names.map((_, k) => `${s.rssMb[k] ?? '-'} / ${s.lagP99Ms[k] ?? '-'}`)]);
+  const widths = lines[0]!.map((_, c) => Math.max(...lines.map((l) => l[c]!.length)));
+  const table = lines.map((l) => l.map((v, c) => v.padStart(widths[c]!)).join('  ')).join('\n');
+  const third = Math.max(2, Math.floor(samples.length / 3));
+  const verdicts = names.map((name, k) => {
+    const pts = samples.filter((s) => s.rssMb[k] != null).map((s): [number, number] => [s.at, s.rssMb[k]!]);
+    const first = slope(pts.slice(0, third));
+    const last = slope(pts.slice(-third));
+    const levelled = last < 1 || last < first / 4;
+    return `${name}: RSS slope ${first.toFixed(2)} MB/min in the first third, ${last.toFixed(2)} MB/min in the last: ${levelled ? 'levelled off' : 'STILL GROWING'}`;
+  });
+  return `${table}\n${verdicts.join('\n')}\n`;
+}
+
+async function soak(startedAt: number): Promise<void> {
+  while (Date.now() - startedAt < SECONDS * 1000) {
+    await sample(startedAt);
+    await sleep(10_000 - ((Date.now() - startedAt) % 10_000));
+  }
+  await sample(startedAt);
+}
+
 async function faults(observer: pg.Pool, startedAt: number): Promise<void> {
+  if (SOAK) return soak(startedAt);
   const ms = SECONDS * 1000;
   const plan = [
     { at: 0.3 * ms, done: false, run: () => killInstance() },
@@ -520,6 +585,7 @@ async function main(): Promise<number> {
     ];
     const width = Math.max(...table.map(([k]) => k.length));
     process.stdout.write(`\n${table.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}\n`);
+    if (SOAK) process.stdout.write(`\n${soakReport()}`);
     for (const v of violations.slice(0, 30)) process.stdout.write(`VIOLATION: ${v}\n`);
     const summary = {
       ...result,
