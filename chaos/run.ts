@@ -50,6 +50,8 @@ const figures = {
   terminatedBackends: 0,
   terminations: 0,
   instanceKills: 0,
+  instanceStops: 0,
+  stopMs: 0,
   instanceStarts: 0,
   pgRestarts: 0,
   status5xx: new Map<number, number>(),
@@ -401,6 +403,7 @@ async function faults(observer: pg.Pool, startedAt: number): Promise<void> {
     { at: 0.3 * ms, done: false, run: () => killInstance() },
     { at: 0.45 * ms, done: false, run: () => startInstance(`instance-${instances.length + 1}`).then(() => log('replacement started')) },
     { at: 0.6 * ms, done: false, run: () => restartPostgres() },
+    { at: 0.8 * ms, done: false, run: () => stopInstance() },
   ];
   let nextCut = startedAt + 2_000;
   const running: Promise<unknown>[] = []; // the cuts go on while an instance starts
@@ -418,6 +421,20 @@ async function faults(observer: pg.Pool, startedAt: number): Promise<void> {
     await sleep(100);
   }
   await Promise.all(running);
+}
+
+/** A graceful stop under load: SIGTERM must end the process with 0 within 10 s. */
+async function stopInstance(): Promise<void> {
+  const victim = alive()[0]!;
+  log(`SIGTERM ${victim.name}`);
+  victim.killed = true;
+  const t0 = Date.now();
+  victim.child.kill('SIGTERM');
+  const code = await victim.exited;
+  figures.stopMs = Date.now() - t0;
+  figures.instanceStops++;
+  if (code !== 0) violations.push(`${victim.name} exited with ${code} after SIGTERM`);
+  if (figures.stopMs > 10_000) violations.push(`${victim.name} took ${figures.stopMs} ms to stop after SIGTERM`);
 }
 
 async function killInstance(): Promise<void> {
@@ -581,6 +598,7 @@ async function main(): Promise<number> {
       ],
       ['backends terminated (rounds)', `${figures.terminatedBackends} (${figures.terminations})`],
       ['instances SIGKILLed / started', `${figures.instanceKills} / ${figures.instanceStarts}`],
+      ['instances stopped with SIGTERM (ms to exit 0)', `${figures.instanceStops} (${figures.stopMs})`],
       ['PostgreSQL restarts (down ms, leases held)', `${figures.pgRestarts} (${figures.pgDownMs}, ${figures.longPollsHeld})`],
       ['first lease after PostgreSQL returned (ms)', figures.recoveryMs ?? 'none'],
       ['5xx seen by clients', s5xx],
@@ -602,6 +620,7 @@ async function main(): Promise<number> {
       accepted: figures.accepted,
       terminatedBackends: figures.terminatedBackends,
       instanceKills: figures.instanceKills,
+      instanceStops: figures.instanceStops,
       pgRestarts: figures.pgRestarts,
       recoveryMs: figures.recoveryMs,
       status5xx: Object.fromEntries(figures.status5xx),

@@ -39,7 +39,16 @@ it('loses no job and finishes none twice through backend cuts, a SIGKILLed insta
   const line = stdout.split('\n').find((l) => l.startsWith('CHAOS_RESULT '));
   expect(line, stdout).toBeDefined();
   const result = JSON.parse(line!.slice('CHAOS_RESULT '.length));
-  expect(result).toMatchObject({ lost: 0, doubled: 0, open: 0, duplicateSlots: 0, violations: 0, instanceKills: 1, pgRestarts: 1 });
+  expect(result).toMatchObject({
+    lost: 0,
+    doubled: 0,
+    open: 0,
+    duplicateSlots: 0,
+    violations: 0,
+    instanceKills: 1,
+    instanceStops: 1,
+    pgRestarts: 1,
+  });
   expect(result.accepted).toBeGreaterThan(500);
   expect(result.terminatedBackends).toBeGreaterThan(0);
   expect(result.recoveryMs).not.toBeNull();
