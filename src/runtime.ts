@@ -18,7 +18,7 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
   let url = config.databaseUrl;
   if (!url) {
     const started = Date.now();
-    embedded = await startEmbedded({ dataDir: config.dataDir, port: config.embeddedPort, logger });
+    embedded = await startEmbedded({ dataDir: config.dataDir, port: config.embeddedPort, avoidPorts: [config.port], logger });
     logger.info({ dataDir: embedded.dataDir, port: embedded.port, ms: Date.now() - started }, 'embedded PostgreSQL started');
     url = await ensureDatabase(embedded.url, EMBEDDED_DATABASE, { logger });
   }

@@ -23,6 +23,8 @@ export interface EmbeddedOptions {
   dataDir: string;
   /** Fixed port; default: a free port chosen at each start (the data does not depend on it). */
   port?: number | undefined;
+  /** Ports a freely chosen port must not be: the HTTP port the same process is about to listen on. */
+  avoidPorts?: readonly number[] | undefined;
   logger?: Logger | undefined;
   /** Extra `-c name=value` server settings. */
   settings?: Record<string, string>;
@@ -70,17 +72,38 @@ async function loadEmbeddedPostgres(): Promise<{ EmbeddedPostgres: typeof Embedd
   return { EmbeddedPostgres: mod.default, binariesDir };
 }
 
-export async function freePort(): Promise<number> {
+/**
+ * A port free on 127.0.0.1 now, other than `avoid`. The kernel often hands the same port to the next
+ * bind(0) after one is closed, so a port this process has been told to use (PORT) but has not bound
+ * yet can come back here: such a port is held open while another is asked for.
+ */
+export async function freePort(avoid: readonly number[] = []): Promise<number> {
+  const held: net.Server[] = [];
+  try {
+    for (;;) {
+      const server = await listenAnywhere();
+      const port = (server.address() as net.AddressInfo).port;
+      if (!avoid.includes(port)) {
+        await closeServer(server);
+        return port;
+      }
+      held.push(server);
+    }
+  } finally {
+    await Promise.all(held.map(closeServer));
+  }
+}
+
+function listenAnywhere(): Promise<net.Server> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
     server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.listen(0, '127.0.0.1', () => resolve(server));
   });
 }
+
+const closeServer = (server: net.Server) => new Promise<void>((resolve) => server.close(() => resolve()));
 
 function isAlive(pid: number): boolean {
   try {
@@ -206,7 +229,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     await writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
   }
 
-  const port = options.port ?? (await freePort());
+  const port = options.port ?? (await freePort(options.avoidPorts));
   const recent: string[] = [];
   const onLog = (message: unknown) => {
     const text = String(message).trim();
