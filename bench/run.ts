@@ -20,7 +20,7 @@ import { BenchServer } from './lib/postgres.js';
 import { fmt } from './lib/stats.js';
 import { Templates } from './lib/templates.js';
 import { pgBoss12Insert, pgBoss12Send, postBatch, postJobs, rawInsert, sqlAddJobs } from './measure/enqueue.js';
-import { growthChurn, growthLoop, growthReads, growthRetention } from './measure/growth.js';
+import { growthBase, growthChurn, growthLoop, growthPaced, growthPacedBase, growthReads, growthRetention } from './measure/growth.js';
 import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
 import { burstTasks, lateness, schedulerBurst, sqlBurst } from './measure/scheduler.js';
 import { jobclockLease100, slimLease100 } from './measure/lease-statement.js';
@@ -42,6 +42,7 @@ import {
   jobclockPolicy,
   jobclockPolicyRate,
   jobclockLimited,
+  jobclockLimitedRunner,
   jobclockRunner,
 } from './measure/worker-protocol.js';
 import { renderTable, type RoundResults, summarize, summarizeCpu } from './report.js';
@@ -88,6 +89,7 @@ const UNITS: Unit[] = [
   jobclockPolicy,
   jobclockPolicyRate,
   jobclockLimited,
+  jobclockLimitedRunner,
   postJobs,
   pgBoss12Send,
   postBatch,
@@ -100,14 +102,27 @@ const UNITS: Unit[] = [
   schedulerBurst,
   sqlBurst,
   scheduleEngine,
+  growthBase,
   growthLoop,
+  growthPacedBase,
+  growthPaced,
   growthReads,
   growthChurn,
   growthRetention,
 ];
 
 /** Measurements run only when BENCH_ONLY names them (they answer one question and take long). */
-const OPT_IN: Unit[] = [jobclockInterleaved, pgBoss12Work, growthLoop, growthReads, growthChurn, growthRetention];
+const OPT_IN: Unit[] = [
+  jobclockInterleaved,
+  pgBoss12Work,
+  growthBase,
+  growthLoop,
+  growthPacedBase,
+  growthPaced,
+  growthReads,
+  growthChurn,
+  growthRetention,
+];
 
 const selected = (u: Unit) =>
   OPT_IN.includes(u) ? ONLY.some((p) => p.length > 2 && u.key.startsWith(p)) : ONLY.length === 0 || ONLY.some((p) => u.key.startsWith(p));

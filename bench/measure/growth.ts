@@ -13,10 +13,38 @@ import { jobclockProcessing, lease } from './worker-protocol.js';
 export const historyJobs = (ctx: BenchContext) =>
   Math.max(100_000, Math.round(Number(process.env.BENCH_HISTORY ?? 10_000_000) * Math.min(1, ctx.scale)));
 
-/** The README loop (b.loop) behind the history. */
+/** The growth rows' queue and timed window: long enough to hold autovacuum runs and periodic submissions. */
+export const GROWTH_STEADY = {
+  queue: (ctx: BenchContext) => Math.max(20_000, Math.round(400_000 * Math.min(1, ctx.scale))),
+  timeboxMs: (ctx: BenchContext) => Math.max(4_000, Math.round(20_000 * Math.min(1, ctx.scale))),
+};
+
+/** The README loop on an empty table with the growth rows' queue and window: what j.loop is held against. */
+export const growthBase: Unit = jobclockProcessing('j.base', 'reports', { types: ['noop'], wait: '30s' }, { steady: GROWTH_STEADY });
+
+/** The README loop behind the history and 100,000 periodic tasks coming due (some 170 a second). */
 export const growthLoop: Unit = {
-  ...jobclockProcessing('j.loop', 'reports', { types: ['noop'], wait: '30s' }, { history: historyJobs }),
-  guardMs: () => 900_000, // the first of the two builds the history
+  ...jobclockProcessing('j.loop', 'reports', { types: ['noop'], wait: '30s' }, { history: historyJobs, steady: GROWTH_STEADY }),
+  guardMs: () => 1_800_000, // the first of the rows that need it builds the history
+};
+
+/** The README loop held to 2,000 jobs a second, on an empty table: the latency the paced row is held against. */
+export const growthPacedBase: Unit = jobclockProcessing(
+  'j.pbase',
+  'reports',
+  { types: ['noop'], wait: '30s' },
+  { steady: { ...GROWTH_STEADY, pacePerSec: 2_000 } },
+);
+
+/** The README loop held to 2,000 jobs a second behind the history and the periodic tasks: lease latency and lateness there. */
+export const growthPaced: Unit = {
+  ...jobclockProcessing(
+    'j.paced',
+    'reports',
+    { types: ['noop'], wait: '30s' },
+    { history: historyJobs, steady: { ...GROWTH_STEADY, pacePerSec: 2_000 } },
+  ),
+  guardMs: () => 1_800_000,
 };
 
 export const expiredJobs = (ctx: BenchContext) =>
@@ -48,7 +76,7 @@ export const growthReads: Unit = {
   key: 'j.reads',
   guardMs: () => 900_000,
   async run(ctx) {
-    const db = await ctx.server.createDatabase(await ctx.templates.jobclockHistory(historyJobs(ctx)));
+    const db = await ctx.server.createDatabase(await ctx.templates.jobclockHistory(historyJobs(ctx), GROWTH_STEADY.queue(ctx)));
     const client = { http: null as HttpClient | null };
     try {
       const base = await ctx.host.open({ url: db.url, schedulerLoop: true });

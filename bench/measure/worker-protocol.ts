@@ -9,6 +9,7 @@ import type pg from 'pg';
 import { startCpuMeter } from '../lib/cpu.js';
 import { type BenchContext, scaled, sleep, timedRate, type Unit, type Until, warmThenTime } from '../lib/context.js';
 import { HttpClient, unexpected } from '../lib/http.js';
+import { latencySummary } from '../lib/stats.js';
 import { PGBOSS_QUEUE as QUEUE, pgBoss12Options, silentGraphileLogger018 } from '../lib/templates.js';
 import { tokenOf } from '../lib/tokens.js';
 
@@ -112,6 +113,46 @@ interface QueueShape {
   expired?: (ctx: BenchContext) => number;
   /** Sample the running count every 10 ms through the timed phase: it must never pass the limit. */
   sampleRunning?: boolean;
+  /**
+   * The growth rows: this many queued jobs (instead of processingJobs) and a timed window of
+   * `timeboxMs`, long enough to hold autovacuum runs and periodic submissions; the lease latency,
+   * the periodic runs' lateness and autovacuum's work in the window are reported.
+   */
+  steady?: {
+    queue: (ctx: BenchContext) => number;
+    timeboxMs: (ctx: BenchContext) => number;
+    /** Held to this many jobs a second (the 4 workers together) instead of as fast as they can. */
+    pacePerSec?: number;
+  };
+}
+
+/** Autovacuum's work on the job table so far: runs, and ms spent vacuuming and analyzing (0 before PostgreSQL 18). */
+async function vacuumWork(db: { exec(text: string): Promise<{ rows: unknown[] }> }) {
+  const { rows } = await db.exec(
+    `select autovacuum_count::float8 as vacuums,
+            coalesce((to_jsonb(s) ->> 'total_autovacuum_time')::float8, 0) as "vacuumMs",
+            coalesce((to_jsonb(s) ->> 'total_autoanalyze_time')::float8, 0) as "analyzeMs"
+       from pg_stat_user_tables s where relname = 'job'`,
+  );
+  return rows[0] as { vacuums: number; vacuumMs: number; analyzeMs: number };
+}
+
+const dbNow = async (db: { exec(text: string): Promise<{ rows: unknown[] }> }) =>
+  ((await db.exec(`select now() as t`)).rows[0] as { t: Date }).t;
+
+/**
+ * The periodic runs due since `since` (up to now): how many were submitted, and the p99 of their
+ * lateness, as job.created_at − slot and as the commit of the job's INSERT − slot (ms).
+ */
+async function latenessSince(db: { exec(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> }, since: Date) {
+  const { rows } = await db.exec(
+    `select count(*)::int as runs,
+            coalesce(percentile_cont(0.99) within group (order by extract(epoch from created_at - scheduled_at) * 1000), 0)::float8 as p99,
+            coalesce(percentile_cont(0.99) within group (order by extract(epoch from pg_xact_commit_timestamp(xmin) - scheduled_at) * 1000), 0)::float8 as "commitP99"
+       from job where periodic_task_id is not null and scheduled_at >= $1 and scheduled_at <= now() - interval '200 ms'`,
+    [since],
+  );
+  return rows[0] as { runs: number; p99: number; commitP99: number };
 }
 
 /** Final jobs past the 7-day retention still in the table. */
@@ -184,18 +225,27 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
   const reportSockets = 48;
   return {
     key,
-    guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
+    guardMs: (ctx) => (shape.steady ? shape.steady.timeboxMs(ctx) : processingTimeboxMs(ctx)) + 60_000,
     async run(ctx) {
+      const queue = shape.steady ? shape.steady.queue(ctx) : ctx.templates.jobs;
       const template = shape.history
-        ? ctx.templates.jobclockHistory(shape.history(ctx))
+        ? ctx.templates.jobclockHistory(shape.history(ctx), queue)
         : shape.expired
           ? ctx.templates.jobclockExpired(shape.expired(ctx))
-          : ctx.templates.jobclockJobs(shape.groups);
+          : ctx.templates.jobclockJobs(shape.groups, queue);
       const db = await ctx.server.createDatabase(await template);
       let leaser: HttpClient | null = null;
       let reporter: HttpClient | null = null;
       try {
-        const n = ctx.templates.jobs;
+        const n = queue;
+        if (shape.history) {
+          // the growth template's 100,000 periodic tasks come due over the next 10 minutes, from
+          // 2 s on: some 170 submissions a second beside the loop, each one's lateness measured
+          await db.exec(
+            `update periodic_task set nextrun = date_trunc('second', now()) + interval '2 s' + (substring(id from 8)::int % 600) * interval '1 s'
+              where id like 'growth-%'`,
+          );
+        }
         const base = await ctx.host.open({ url: db.url, schedulerLoop: true, retention: shape.expired !== undefined });
         await db.settle();
         if (shape.policy) {
@@ -214,15 +264,20 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
         let finished = 0; // over both phases: the run is over when it reaches n
         const limit = shape.sampleRunning ? (shape.policy?.concurrency ?? null) : null;
         const sampled: { value: Record<string, number> | null } = { value: null };
+        const timeboxMs = shape.steady ? shape.steady.timeboxMs(ctx) : processingTimeboxMs(ctx);
         const t = await warmThenTime(
           ctx,
-          processingTimeboxMs(ctx),
+          timeboxMs,
           async (until) => {
             let done = 0;
             const over = new AbortController();
             const stopSampling = limit !== null && until.jobs === Number.POSITIVE_INFINITY ? runningSampler(db, limit) : null;
             const timed = until.jobs === Number.POSITIVE_INFINITY;
             const expiredAtStart = shape.expired && timed ? await expiredLeft(db) : null;
+            const steady = shape.steady !== undefined && timed;
+            const vacuumAtStart = steady ? await vacuumWork(db) : null;
+            const leaseMs: number[] | null = steady ? [] : null;
+            const windowStart = steady ? await dbNow(db) : null;
             const phaseStart = performance.now();
             const more = () => performance.now() < until.deadline && done < until.jobs && finished < n;
             const count = (k: number) => {
@@ -235,9 +290,20 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
             await Promise.all(
               Array.from({ length: leaseLoops }, async (_, i) => {
                 const worker = `bench-worker-${i}`;
+                const pace = timed ? shape.steady?.pacePerSec : undefined;
+                // paced workers are spread over the period, as independent workers would be
+                let next = performance.now() + (pace ? (i * 100 * 1000) / pace : 0);
                 while (more()) {
+                  if (pace) {
+                    // each worker takes a batch of 100 every 400,000 / pace ms
+                    const wait = next - performance.now();
+                    next += (100 * leaseLoops * 1000) / pace;
+                    if (wait > 0) await sleep(wait);
+                  }
+                  const asked = performance.now();
                   const jobs = await lease(lsr, worker, 100, style, style.wait ? over.signal : undefined);
                   if (jobs.length === 0) return;
+                  leaseMs?.push(performance.now() - asked); // leases that found jobs: the statement, not a wait
                   if (mode === 'reports') {
                     const res = await rep.post('/jobs/reports', {
                       reports: jobs.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })),
@@ -260,6 +326,23 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
               }),
             );
             if (stopSampling) sampled.value = await stopSampling();
+            if (vacuumAtStart !== null && leaseMs !== null && windowStart !== null) {
+              // what autovacuum did on the job table during the timed window (PostgreSQL 18's counters),
+              // the lease's latency, and the lateness of the periodic runs due in the window
+              const end = await vacuumWork(db);
+              const leases = latencySummary(leaseMs);
+              const late = await latenessSince(db, windowStart);
+              sampled.value = {
+                autovacuums: end.vacuums - vacuumAtStart.vacuums,
+                autovacuumMs: end.vacuumMs - vacuumAtStart.vacuumMs,
+                autoanalyzeMs: end.analyzeMs - vacuumAtStart.analyzeMs,
+                leaseP50: leases.p50,
+                leaseP99: leases.p99,
+                periodicRuns: late.runs,
+                latenessP99: late.p99,
+                latenessCommitP99: late.commitP99,
+              };
+            }
             if (expiredAtStart !== null) {
               const left = await expiredLeft(db);
               sampled.value = {
@@ -559,68 +642,115 @@ export const jobclockInterleaved: Unit = {
   },
 };
 
+interface RunnerShape {
+  /** Slots per runner (4 runners). */
+  slots: number;
+  /** How long each handler works, in ms (0: returns at once). */
+  handlerMs: number;
+  /** A policy set on the `noop` type first; with `concurrency`, running is sampled every 10 ms. */
+  policy?: { concurrency: number };
+}
+
 /**
- * The Worker runner of @jobclock/client with no-op handlers: 4 runners of 100 slots each, on the
- * same queue as the README loop (b.loop), its hand-written equivalent. A phase ends with stop(),
- * which waits for the running handlers and sends the reports still queued; when the queue is
- * drained, the clock stops once the last reports are answered (flush()), as b.loop's does.
+ * The Worker runner of @jobclock/client: 4 runners on the same queue as the README loop (b.loop),
+ * its hand-written equivalent. A phase ends with stop(), which waits for the running handlers and
+ * sends the reports still queued; when the queue is drained, the clock stops once the last reports
+ * are answered (flush()), as b.loop's does.
  */
-export const jobclockRunner: Unit = {
-  key: 'b.runner',
-  guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
-  async run(ctx) {
-    const db = await ctx.server.createDatabase(await ctx.templates.jobclockJobs());
-    try {
-      const n = ctx.templates.jobs;
-      const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
-      await db.settle();
-      let finished = 0;
-      const t = await warmThenTime(
-        ctx,
-        processingTimeboxMs(ctx),
-        async (until) => {
-          let done = 0;
-          let allDone!: () => void;
-          const over = new Promise<void>((resolve) => (allDone = resolve));
-          const runners = Array.from(
-            { length: 4 },
-            (_, i) =>
-              new Worker({
-                url: base,
-                token: tokenOf('worker'),
-                workerId: `bench-runner-${i}`,
-                concurrency: 100,
-                handlers: { noop: () => undefined },
-              }),
-          );
-          for (const w of runners) {
-            w.on('error', (err) => ctx.log(`b.runner: ${(err as Error).message}`));
-            w.on('job:finish', () => {
-              done++;
-              finished++;
-              if (done >= until.jobs || finished >= n) allDone();
-            });
-            await w.start();
+function runnerProcessing(key: string, shape: RunnerShape): Unit {
+  return {
+    key,
+    guardMs: (ctx) => processingTimeboxMs(ctx) + 60_000,
+    async run(ctx) {
+      const db = await ctx.server.createDatabase(await ctx.templates.jobclockJobs());
+      try {
+        const n = ctx.templates.jobs;
+        const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
+        await db.settle();
+        if (shape.policy) {
+          const admin = new HttpClient(base, tokenOf('admin'), 1);
+          try {
+            const res = await admin.request('PATCH', '/types/noop', shape.policy);
+            if (res.status !== 200) throw unexpected('PATCH /types/noop', res);
+          } finally {
+            admin.close();
           }
-          const left = until.deadline - performance.now();
-          await Promise.race([over, new Promise((resolve) => setTimeout(resolve, Math.max(0, left)))]);
-          // Drained: every report is answered once flushed, and nothing is left to lease; the clock
-          // stops there, not after stop() has let the runners' waiting long-polls go.
-          const drained = finished >= n;
-          if (drained) await Promise.all(runners.map((w) => w.flush()));
-          const endedAt = performance.now();
-          await Promise.all(runners.map((w) => w.stop(10_000)));
-          return drained ? { done, endedAt } : done;
-        },
-        warmupJobs(ctx),
-      );
-      const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
-      const inDb = (check.rows[0] as { n: number }).n;
-      if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} jobs ran but ${inDb} jobs are finished`);
-      return timedRate(t, n);
-    } finally {
-      await ctx.host.close().catch(() => undefined);
-      await db.retire();
-    }
-  },
-};
+        }
+        const limit = shape.policy?.concurrency ?? null;
+        const sampled: { value: Record<string, number> | null } = { value: null };
+        const work = shape.handlerMs > 0 ? () => new Promise<void>((resolve) => setTimeout(resolve, shape.handlerMs)) : () => undefined;
+        let finished = 0;
+        const t = await warmThenTime(
+          ctx,
+          processingTimeboxMs(ctx),
+          async (until) => {
+            let done = 0;
+            let allDone!: () => void;
+            const over = new Promise<void>((resolve) => (allDone = resolve));
+            const timed = until.jobs === Number.POSITIVE_INFINITY;
+            const runners = Array.from(
+              { length: 4 },
+              (_, i) =>
+                new Worker({
+                  url: base,
+                  token: tokenOf('worker'),
+                  workerId: `${key}-runner-${i}`,
+                  concurrency: shape.slots,
+                  handlers: { noop: work },
+                }),
+            );
+            for (const w of runners) {
+              w.on('error', (err) => ctx.log(`${key}: ${(err as Error).message}`));
+              w.on('job:finish', () => {
+                done++;
+                finished++;
+                if (done >= until.jobs || finished >= n) allDone();
+              });
+              await w.start();
+            }
+            const stopSampling = limit !== null && timed ? runningSampler(db, limit) : null;
+            const left = until.deadline - performance.now();
+            await Promise.race([over, new Promise((resolve) => setTimeout(resolve, Math.max(0, left)))]);
+            if (stopSampling) sampled.value = await stopSampling();
+            // Drained: every report is answered once flushed, and nothing is left to lease; the clock
+            // stops there, not after stop() has let the runners' waiting long-polls go.
+            const drained = finished >= n;
+            if (drained) await Promise.all(runners.map((w) => w.flush()));
+            const endedAt = performance.now();
+            await Promise.all(runners.map((w) => w.stop(10_000)));
+            return drained ? { done, endedAt } : done;
+          },
+          warmupJobs(ctx),
+        );
+        const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
+        const inDb = (check.rows[0] as { n: number }).n;
+        if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} jobs ran but ${inDb} jobs are finished`);
+        const r = timedRate(t, n);
+        if (sampled.value) {
+          const most = sampled.value.runningMax;
+          if (most !== undefined && most > limit!) throw new Error(`${most} jobs were running at once under a limit of ${limit}`);
+          r.extra = { ...r.extra, ...sampled.value };
+        }
+        return r;
+      } finally {
+        await ctx.host.close().catch(() => undefined);
+        await db.retire();
+      }
+    },
+  };
+}
+
+/** The Worker runner with no-op handlers, 4 runners × 100 slots: against the README loop it replaces. */
+export const jobclockRunner = runnerProcessing('b.runner', { slots: 100, handlerMs: 0 });
+
+/**
+ * A binding limit with jobs that take time: concurrency 50 on the type, 4 runners × 25 slots (twice
+ * the limit) whose handlers work 20 ms each. The limit is used fully when 50 jobs run all the time:
+ * 2,500 jobs/s; the running count is sampled every 10 ms.
+ */
+export const LIMITED_WORK = { concurrency: 50, handlerMs: 20 };
+export const jobclockLimitedRunner = runnerProcessing('b.limit50work', {
+  slots: 25,
+  handlerMs: LIMITED_WORK.handlerMs,
+  policy: { concurrency: LIMITED_WORK.concurrency },
+});
