@@ -184,12 +184,14 @@ export function summarize(
         { key: 'j.base', label: 'empty table', min: 0.9 },
         { key: 'b.loop', label: 'b.loop' },
       ]);
+    if (spread(values(rounds, 'j.hist')))
+      rate('j.hist', `(j) the same behind the history alone (periodic tasks idle)`, 'jobs/s', [{ key: 'j.base', label: 'empty table' }]);
     if (spread(values(rounds, 'j.pbase'))) rate('j.pbase', '(j) README loop held to 2,000 jobs/s, empty table', 'jobs/s', []);
     if (spread(values(rounds, 'j.paced')))
       rate('j.paced', `(j) the same behind ${n} final jobs and 100,000 periodic tasks`, 'jobs/s', [
         { key: 'j.pbase', label: 'empty table' },
       ]);
-    for (const key of ['j.base', 'j.loop', 'j.pbase', 'j.paced']) {
+    for (const key of ['j.base', 'j.loop', 'j.hist', 'j.pbase', 'j.paced']) {
       const paced = key === 'j.pbase' || key === 'j.paced';
       const at = (name: string) => spread(values(rounds, key, (r) => r.extra?.[name] ?? Number.NaN));
       const p99 = at('leaseP99');
@@ -217,7 +219,9 @@ export function summarize(
       if (vacuums) {
         rows.push({
           measurement: `(j) … autovacuum of the job table in the window`,
-          result: `${fmt(vacuums.median)} runs, ${fmt(at('autovacuumMs')!.median)} ms vacuuming`,
+          result:
+            `${fmt(vacuums.median)} runs ended, ${fmt(at('autovacuumMs')!.median)} ms; a vacuum of it running in ` +
+            `${fmt((at('vacuumBusyShare')?.median ?? Number.NaN) * 100)}% of the window`,
           ratio: '',
           target: '',
           pass: '',
@@ -233,7 +237,7 @@ export function summarize(
     }
     if (spread(values(rounds, 'j.retention')))
       rate('j.retention', '(j) README loop while retention deletes 1 M expired jobs', 'jobs/s', [
-        { key: 'b.loop', label: 'README loop alone', min: 0.8 },
+        { key: 'j.base', label: 'the same loop alone (j.base)', min: 0.8 },
       ]);
     const deleted = spread(values(rounds, 'j.retention', (r) => r.extra?.expiredDeletedPerSec ?? Number.NaN));
     if (deleted) {

@@ -20,7 +20,16 @@ import { BenchServer } from './lib/postgres.js';
 import { fmt } from './lib/stats.js';
 import { Templates } from './lib/templates.js';
 import { pgBoss12Insert, pgBoss12Send, postBatch, postJobs, rawInsert, sqlAddJobs } from './measure/enqueue.js';
-import { growthBase, growthChurn, growthLoop, growthPaced, growthPacedBase, growthReads, growthRetention } from './measure/growth.js';
+import {
+  growthBase,
+  growthChurn,
+  growthHistoryOnly,
+  growthLoop,
+  growthPaced,
+  growthPacedBase,
+  growthReads,
+  growthRetention,
+} from './measure/growth.js';
 import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
 import { burstTasks, lateness, schedulerBurst, sqlBurst } from './measure/scheduler.js';
 import { jobclockLease100, slimLease100 } from './measure/lease-statement.js';
@@ -104,6 +113,7 @@ const UNITS: Unit[] = [
   scheduleEngine,
   growthBase,
   growthLoop,
+  growthHistoryOnly,
   growthPacedBase,
   growthPaced,
   growthReads,

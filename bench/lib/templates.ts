@@ -143,9 +143,9 @@ export class Templates {
   }
 
   /** The queued no-op jobs of jobclockJobs() and `expired` final jobs past the 7-day retention. */
-  jobclockExpired(expired: number): Promise<string> {
-    return this.once(`jobclock+expired${expired}`, async () => {
-      const db = await this.server.createDatabase(await this.jobclockJobs(), `tpl_jobclock_expired`);
+  jobclockExpired(expired: number, queue = this.jobs): Promise<string> {
+    return this.once(`jobclock+expired${expired}+${queue}`, async () => {
+      const db = await this.server.createDatabase(await this.jobclockJobs(1, queue), `tpl_jobclock_expired_${queue}`);
       for (let done = 0; done < expired; done += 500_000) {
         await db.exec(
           `insert into job (type, args, state, run_at, attempts, max_attempts, worker, started_at, finished_at, result, created_at, updated_at)

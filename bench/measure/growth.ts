@@ -28,6 +28,17 @@ export const growthLoop: Unit = {
   guardMs: () => 1_800_000, // the first of the rows that need it builds the history
 };
 
+/** j.loop without its periodic submissions: what the history alone costs the loop. */
+export const growthHistoryOnly: Unit = {
+  ...jobclockProcessing(
+    'j.hist',
+    'reports',
+    { types: ['noop'], wait: '30s' },
+    { history: historyJobs, tasksIdle: true, steady: GROWTH_STEADY },
+  ),
+  guardMs: () => 1_800_000,
+};
+
 /** The README loop held to 2,000 jobs a second, on an empty table: the latency the paced row is held against. */
 export const growthPacedBase: Unit = jobclockProcessing(
   'j.pbase',
@@ -52,7 +63,7 @@ export const expiredJobs = (ctx: BenchContext) =>
 
 /** The README loop while the RetentionCleaner deletes BENCH_EXPIRED (default 1 million) expired jobs. */
 export const growthRetention: Unit = {
-  ...jobclockProcessing('j.retention', 'reports', { types: ['noop'], wait: '30s' }, { expired: expiredJobs }),
+  ...jobclockProcessing('j.retention', 'reports', { types: ['noop'], wait: '30s' }, { expired: expiredJobs, steady: GROWTH_STEADY }),
   guardMs: () => 900_000,
 };
 

@@ -118,6 +118,8 @@ interface QueueShape {
    * `timeboxMs`, long enough to hold autovacuum runs and periodic submissions; the lease latency,
    * the periodic runs' lateness and autovacuum's work in the window are reported.
    */
+  /** With history: leave the template's periodic tasks idle (due in a day) instead of coming due. */
+  tasksIdle?: boolean;
   steady?: {
     queue: (ctx: BenchContext) => number;
     timeboxMs: (ctx: BenchContext) => number;
@@ -153,6 +155,35 @@ async function latenessSince(db: { exec(text: string, values?: unknown[]): Promi
     [since],
   );
   return rows[0] as { runs: number; p99: number; commitP99: number };
+}
+
+/**
+ * Samples pg_stat_progress_vacuum every 250 ms until stopped: the share of samples in which a
+ * vacuum of the job table was running, and of those, the share in each phase.
+ */
+function vacuumSampler(db: { exec(text: string): Promise<{ rows: unknown[] }> }) {
+  let on = true;
+  let samples = 0;
+  const phases: Record<string, number> = {};
+  const loop = (async () => {
+    while (on) {
+      const { rows } = await db.exec(
+        `select p.phase from pg_stat_progress_vacuum p where p.datid = (select oid from pg_database where datname = current_database())
+            and p.relid = 'job'::regclass`,
+      );
+      samples++;
+      for (const r of rows as { phase: string }[]) phases[r.phase] = (phases[r.phase] ?? 0) + 1;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  })();
+  return async (): Promise<Record<string, number>> => {
+    on = false;
+    await loop;
+    const busy = Object.values(phases).reduce((a, b) => a + b, 0);
+    const out: Record<string, number> = { vacuumBusyShare: samples ? busy / samples : 0 };
+    for (const [phase, n] of Object.entries(phases)) out[`vacuumPhase.${phase}`] = samples ? n / samples : 0;
+    return out;
+  };
 }
 
 /** Final jobs past the 7-day retention still in the table. */
@@ -231,14 +262,15 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
       const template = shape.history
         ? ctx.templates.jobclockHistory(shape.history(ctx), queue)
         : shape.expired
-          ? ctx.templates.jobclockExpired(shape.expired(ctx))
+          ? ctx.templates.jobclockExpired(shape.expired(ctx), queue)
           : ctx.templates.jobclockJobs(shape.groups, queue);
       const db = await ctx.server.createDatabase(await template);
       let leaser: HttpClient | null = null;
       let reporter: HttpClient | null = null;
       try {
         const n = queue;
-        if (shape.history) {
+        if (process.env.BENCH_JOB_AUTOVACUUM === 'off') await db.exec(`alter table job set (autovacuum_enabled = false)`); // diagnosis only
+        if (shape.history && !shape.tasksIdle) {
           // the growth template's 100,000 periodic tasks come due over the next 10 minutes, from
           // 2 s on: some 170 submissions a second beside the loop, each one's lateness measured
           await db.exec(
@@ -278,6 +310,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
             const vacuumAtStart = steady ? await vacuumWork(db) : null;
             const leaseMs: number[] | null = steady ? [] : null;
             const windowStart = steady ? await dbNow(db) : null;
+            const stopVacuumSampler = steady ? vacuumSampler(db) : null;
             const phaseStart = performance.now();
             const more = () => performance.now() < until.deadline && done < until.jobs && finished < n;
             const count = (k: number) => {
@@ -332,7 +365,9 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
               const end = await vacuumWork(db);
               const leases = latencySummary(leaseMs);
               const late = await latenessSince(db, windowStart);
+              const vacuumShares = await stopVacuumSampler!();
               sampled.value = {
+                ...sampled.value,
                 autovacuums: end.vacuums - vacuumAtStart.vacuums,
                 autovacuumMs: end.vacuumMs - vacuumAtStart.vacuumMs,
                 autoanalyzeMs: end.analyzeMs - vacuumAtStart.analyzeMs,
@@ -341,11 +376,13 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
                 periodicRuns: late.runs,
                 latenessP99: late.p99,
                 latenessCommitP99: late.commitP99,
+                ...vacuumShares,
               };
             }
             if (expiredAtStart !== null) {
               const left = await expiredLeft(db);
               sampled.value = {
+                ...sampled.value,
                 expiredDeletedPerSec: ((expiredAtStart - left) * 1000) / (performance.now() - phaseStart),
                 expiredLeft: left,
               };
