@@ -7,7 +7,17 @@ import { run as runGraphile018 } from 'graphile-worker-018';
 import { PgBoss as PgBoss12 } from 'pg-boss-12';
 import type pg from 'pg';
 import { startCpuMeter } from '../lib/cpu.js';
-import { type BenchContext, scaled, sleep, timedRate, type Unit, type Until, warmThenTime } from '../lib/context.js';
+import {
+  type BenchContext,
+  scaled,
+  sleep,
+  type Timed,
+  timedRate,
+  type Unit,
+  type UnitResult,
+  type Until,
+  warmThenTime,
+} from '../lib/context.js';
 import { HttpClient, unexpected } from '../lib/http.js';
 import { latencySummary } from '../lib/stats.js';
 import { PGBOSS_QUEUE as QUEUE, pgBoss12Options, silentGraphileLogger018 } from '../lib/templates.js';
@@ -126,6 +136,41 @@ interface QueueShape {
     /** Held to this many jobs a second (the 4 workers together) instead of as fast as they can. */
     pacePerSec?: number;
   };
+}
+
+/**
+ * The rate of a timed run, after checking that the database holds as many finished jobs (`finishedSql`
+ * counts them) as were reported, and that a sampled running count never passed `limit`.
+ */
+async function checkedRate(
+  db: { exec(text: string): Promise<{ rows: unknown[] }> },
+  t: Timed,
+  n: number,
+  finishedSql: string,
+  limit: number | null,
+  sampled: Record<string, number> | null,
+): Promise<UnitResult> {
+  const inDb = ((await db.exec(finishedSql)).rows[0] as { n: number }).n;
+  if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} jobs were reported finished but ${inDb} are`);
+  const r = timedRate(t, n);
+  if (sampled) {
+    const most = sampled.runningMax;
+    if (most !== undefined && limit !== null && most > limit)
+      throw new Error(`${most} jobs were running at once under a limit of ${limit}`);
+    r.extra = { ...r.extra, ...sampled };
+  }
+  return r;
+}
+
+/** PATCH /types/noop with `policy`, as an admin. */
+async function setNoopPolicy(base: string, policy: Record<string, unknown>): Promise<void> {
+  const admin = new HttpClient(base, tokenOf('admin'), 1);
+  try {
+    const res = await admin.request('PATCH', '/types/noop', policy);
+    if (res.status !== 200) throw unexpected('PATCH /types/noop', res);
+  } finally {
+    admin.close();
+  }
 }
 
 /** Autovacuum's work on the job table so far: runs, and ms spent vacuuming and analyzing (0 before PostgreSQL 18). */
@@ -280,15 +325,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
         }
         const base = await ctx.host.open({ url: db.url, schedulerLoop: true, retention: shape.expired !== undefined });
         await db.settle();
-        if (shape.policy) {
-          const admin = new HttpClient(base, tokenOf('admin'), 1);
-          try {
-            const res = await admin.request('PATCH', '/types/noop', shape.policy);
-            if (res.status !== 200) throw unexpected('PATCH /types/noop', res);
-          } finally {
-            admin.close();
-          }
-        }
+        if (shape.policy) await setNoopPolicy(base, shape.policy);
         leaser = new HttpClient(base, tokenOf('worker'), leaseLoops);
         reporter = mode === 'per-job' ? new HttpClient(base, tokenOf('worker'), reportSockets) : leaser;
         const rep = reporter;
@@ -392,16 +429,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
           warmupJobs(ctx),
         );
         if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
-        const check = await db.exec(`select count(*)::int as n from job where state = 'finished' and type = 'noop'`);
-        const inDb = (check.rows[0] as { n: number }).n;
-        if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} reports answered 200 but ${inDb} jobs are finished`);
-        const r = timedRate(t, n);
-        if (sampled.value) {
-          const most = sampled.value.runningMax;
-          if (most !== undefined && most > limit!) throw new Error(`${most} jobs were running at once under a limit of ${limit}`);
-          r.extra = { ...r.extra, ...sampled.value };
-        }
-        return r;
+        return checkedRate(db, t, n, `select count(*)::int as n from job where state = 'finished' and type = 'noop'`, limit, sampled.value);
       } finally {
         leaser?.close();
         if (reporter !== leaser) reporter?.close();
@@ -704,15 +732,7 @@ function runnerProcessing(key: string, shape: RunnerShape): Unit {
         const n = ctx.templates.jobs;
         const base = await ctx.host.open({ url: db.url, schedulerLoop: true });
         await db.settle();
-        if (shape.policy) {
-          const admin = new HttpClient(base, tokenOf('admin'), 1);
-          try {
-            const res = await admin.request('PATCH', '/types/noop', shape.policy);
-            if (res.status !== 200) throw unexpected('PATCH /types/noop', res);
-          } finally {
-            admin.close();
-          }
-        }
+        if (shape.policy) await setNoopPolicy(base, shape.policy);
         const limit = shape.policy?.concurrency ?? null;
         const sampled: { value: Record<string, number> | null } = { value: null };
         const work = shape.handlerMs > 0 ? () => new Promise<void>((resolve) => setTimeout(resolve, shape.handlerMs)) : () => undefined;
@@ -759,16 +779,7 @@ function runnerProcessing(key: string, shape: RunnerShape): Unit {
           },
           warmupJobs(ctx),
         );
-        const check = await db.exec(`select count(*)::int as n from job where state = 'finished'`);
-        const inDb = (check.rows[0] as { n: number }).n;
-        if (inDb !== t.warmup + t.done) throw new Error(`${t.warmup + t.done} jobs ran but ${inDb} jobs are finished`);
-        const r = timedRate(t, n);
-        if (sampled.value) {
-          const most = sampled.value.runningMax;
-          if (most !== undefined && most > limit!) throw new Error(`${most} jobs were running at once under a limit of ${limit}`);
-          r.extra = { ...r.extra, ...sampled.value };
-        }
-        return r;
+        return checkedRate(db, t, n, `select count(*)::int as n from job where state = 'finished'`, limit, sampled.value);
       } finally {
         await ctx.host.close().catch(() => undefined);
         await db.retire();

@@ -226,6 +226,53 @@ describe('jobclock_add_job', () => {
   });
 });
 
+describe('traceparent', () => {
+  const tp = (n: number) => `00-${n.toString(16).padStart(32, '4')}-${n.toString(16).padStart(16, 'a')}-01`;
+
+  it('is kept by jobclock_add_job and jobclock_add_jobs (with and without unique keys) and handed out in the lease', async () => {
+    const one = (
+      await client.query<{ id: string }>(`SELECT jobclock_add_job('traced', NULL, $1) AS id`, [JSON.stringify({ traceparent: tp(1) })])
+    ).rows[0]!.id;
+    const plain = await client.query<{ id: string }>(`SELECT id FROM jobclock_add_jobs($1) AS id`, [
+      JSON.stringify([{ type: 'traced', traceparent: tp(2) }, { type: 'traced' }]),
+    ]);
+    const keyed = await client.query<{ id: string }>(`SELECT id FROM jobclock_add_jobs($1) AS id`, [
+      JSON.stringify([{ type: 'traced', uniqueKey: 'k1', traceparent: tp(3) }]),
+    ]);
+    const expected = new Map([
+      [one, tp(1)],
+      [plain.rows[0]!.id, tp(2)],
+      [plain.rows[1]!.id, null],
+      [keyed.rows[0]!.id, tp(3)],
+    ]);
+    for (const [id, want] of expected) expect((await api.get(`/jobs/${id}`)).body.traceparent ?? null).toBe(want);
+    const leased = await api.lease({ worker: 'w', types: ['traced'], limit: 10 });
+    expect(new Map(leased.map((j) => [String(j.id), j.traceparent ?? null]))).toEqual(expected);
+  });
+
+  it.each([
+    ['"not-a-trace"', 'options.traceparent must be W3C Trace Context'],
+    ['"00-00000000000000000000000000000000-00f067aa0ba902b7-01"', 'ids not all zero'],
+    ['"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"', 'ids not all zero'],
+    ['"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"', 'lower case'],
+    ['"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"', 'options.traceparent must be W3C Trace Context'],
+    ['5', 'got 5'],
+  ])('refuses traceparent %s with SQLSTATE 22023, naming the field', async (value, message) => {
+    const err = await sqlError(`SELECT jobclock_add_job('t', NULL, '{"traceparent": ${value}}')`);
+    expect(err.code).toBe('22023');
+    expect(err.column).toBe('traceparent');
+    expect(err.message).toContain(message);
+    expect(await jobCount()).toBe(0);
+  });
+
+  it('names traceparent among the fields of a job, and the index of a bad entry in an array', async () => {
+    expect((await sqlError(`SELECT jobclock_add_job('t', NULL, '{"colour": "red"}')`)).message).toContain('submitter, traceparent');
+    const err = await sqlError(`SELECT * FROM jobclock_add_jobs('[{"type": "t"}, {"type": "t", "traceparent": "x"}]')`);
+    expect(err.message).toContain('jobs[1].traceparent must be W3C Trace Context');
+    expect(await jobCount()).toBe(0);
+  });
+});
+
 describe('a uniqueKey contended by two transactions', () => {
   let other: pg.Client;
   beforeAll(async () => {
@@ -411,6 +458,7 @@ describe('a role with EXECUTE on the functions only', () => {
       `SELECT count(*) FROM job`,
       `INSERT INTO job (type, run_at) VALUES ('x', now())`,
       `SELECT jobclock_job_row('{"type": "x"}', 'f', '')`,
+      `SELECT jobclock_job_row_fields('{"type": "x"}', 'f', '')`,
     ]) {
       const err = await limited.query(text).then(
         () => null,
