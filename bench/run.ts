@@ -182,6 +182,7 @@ async function runUnit(ctx: BenchContext, unit: Unit, label: string): Promise<Un
     const message = err instanceof Error ? err.message : String(err);
     const short = message.split('\n')[0]!.slice(0, 160);
     log(`${label} ${unit.key.padEnd(12)} n/a: ${short}${err instanceof NotAvailable ? '' : ' (error)'}`);
+    if (process.env.BENCH_DEBUG && err instanceof Error) log(err.stack ?? message);
     if (err instanceof GuardTimeout || ctx.host.dead) {
       // A hung unit or a crashed thread: drop that jobclock instance and carry on with a new one.
       await ctx.host.terminate().catch(() => undefined);
