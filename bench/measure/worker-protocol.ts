@@ -429,7 +429,14 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
           warmupJobs(ctx),
         );
         if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
-        return await checkedRate(db, t, n, `select count(*)::int as n from job where state = 'finished' and type = 'noop'`, limit, sampled.value);
+        return await checkedRate(
+          db,
+          t,
+          n,
+          `select count(*)::int as n from job where state = 'finished' and type = 'noop'`,
+          limit,
+          sampled.value,
+        );
       } finally {
         leaser?.close();
         if (reporter !== leaser) reporter?.close();
