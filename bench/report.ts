@@ -2,6 +2,7 @@
 import type { UnitResult } from './lib/context.js';
 import { GROWTH_READS, HOT_INDEXES } from './measure/growth.js';
 import { LIMITED_WORK } from './measure/worker-protocol.js';
+import { GROWTH_TASKS } from './lib/templates.js';
 import { fmt, fmtSpread, latencySummary, type Spread, spread } from './lib/stats.js';
 
 export type RoundResults = Map<string, UnitResult | { error: string }>;
@@ -180,7 +181,7 @@ export function summarize(
     // opt-in rows (they build large tables first): shown only when they ran
     if (spread(values(rounds, 'j.base'))) rate('j.base', '(j) README loop, empty table, 400,000 queued, 20 s window', 'jobs/s', []);
     if (spread(values(rounds, 'j.loop')))
-      rate('j.loop', `(j) the same behind ${n} final jobs and 100,000 periodic tasks`, 'jobs/s', [
+      rate('j.loop', `(j) the same behind ${n} final jobs and ${fmt(GROWTH_TASKS)} periodic tasks`, 'jobs/s', [
         { key: 'j.base', label: 'empty table', min: 0.9 },
         { key: 'b.loop', label: 'b.loop' },
       ]);
@@ -188,7 +189,7 @@ export function summarize(
       rate('j.hist', `(j) the same behind the history alone (periodic tasks idle)`, 'jobs/s', [{ key: 'j.base', label: 'empty table' }]);
     if (spread(values(rounds, 'j.pbase'))) rate('j.pbase', '(j) README loop held to 2,000 jobs/s, empty table', 'jobs/s', []);
     if (spread(values(rounds, 'j.paced')))
-      rate('j.paced', `(j) the same behind ${n} final jobs and 100,000 periodic tasks`, 'jobs/s', [
+      rate('j.paced', `(j) the same behind ${n} final jobs and ${fmt(GROWTH_TASKS)} periodic tasks`, 'jobs/s', [
         { key: 'j.pbase', label: 'empty table' },
       ]);
     for (const key of ['j.base', 'j.loop', 'j.hist', 'j.pbase', 'j.paced']) {
@@ -201,7 +202,7 @@ export function summarize(
         result: `p50 ${fmt(at('leaseP50')!.median)} · p99 ${fmt(p99.median)} [${fmt(p99.min)}–${fmt(p99.max)}] ms`,
         ratio: '',
         target: paced ? 'p99 < 20 ms' : '',
-        pass: paced ? passMark(p99.median < 20) : '',
+        pass: paced ? passMark(p99.max < 20) : '', // every round, as the lateness row
       });
       const runs = at('periodicRuns');
       if (runs && runs.median > 0) {

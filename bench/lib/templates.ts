@@ -13,14 +13,14 @@ export function pgBoss12Options(url: string): PgBoss12Options {
 
 const HOUR = 3600_000;
 
+/** The periodic tasks of the growth template (bench rows (j)). */
+export const GROWTH_TASKS = 100_000;
+
 /**
  * Template databases, made once per run when first needed: each system's empty schema, and
  * seeded copies (queued no-op jobs, due periodic tasks) so that a measurement's fresh database is
  * a 0.2 s file copy instead of seconds of INSERTs and index building.
  */
-/** The periodic tasks of the growth template (bench rows (j)). */
-export const GROWTH_TASKS = 100_000;
-
 export class Templates {
   private readonly made = new Map<string, Promise<string>>();
   /** The nextrun of every seeded due task (a second before the template was made). */

@@ -123,13 +123,13 @@ interface QueueShape {
   expired?: (ctx: BenchContext) => number;
   /** Sample the running count every 10 ms through the timed phase: it must never pass the limit. */
   sampleRunning?: boolean;
+  /** With history: leave the template's periodic tasks idle (due in a day) instead of coming due. */
+  tasksIdle?: boolean;
   /**
    * The growth rows: this many queued jobs (instead of processingJobs) and a timed window of
    * `timeboxMs`, long enough to hold autovacuum runs and periodic submissions; the lease latency,
    * the periodic runs' lateness and autovacuum's work in the window are reported.
    */
-  /** With history: leave the template's periodic tasks idle (due in a day) instead of coming due. */
-  tasksIdle?: boolean;
   steady?: {
     queue: (ctx: BenchContext) => number;
     timeboxMs: (ctx: BenchContext) => number;
