@@ -72,38 +72,47 @@ async function loadEmbeddedPostgres(): Promise<{ EmbeddedPostgres: typeof Embedd
   return { EmbeddedPostgres: mod.default, binariesDir };
 }
 
+/** A port bound for the moment, and how to let it go. */
+export interface BoundPort {
+  port: number;
+  close(): Promise<void>;
+}
+
 /**
  * A port free on 127.0.0.1 now, other than `avoid`. The kernel often hands the same port to the next
  * bind(0) after one is closed, so a port this process has been told to use (PORT) but has not bound
- * yet can come back here: such a port is held open while another is asked for.
+ * yet can come back here: such a port is held open while another is asked for. `bind` is the
+ * kernel's bind(0) (replaced in tests).
  */
-export async function freePort(avoid: readonly number[] = []): Promise<number> {
-  const held: net.Server[] = [];
+export async function freePort(avoid: readonly number[] = [], bind: () => Promise<BoundPort> = bindAnyPort): Promise<number> {
+  const held: BoundPort[] = [];
   try {
     for (;;) {
-      const server = await listenAnywhere();
-      const port = (server.address() as net.AddressInfo).port;
-      if (!avoid.includes(port)) {
-        await closeServer(server);
-        return port;
+      const bound = await bind();
+      if (!avoid.includes(bound.port)) {
+        await bound.close();
+        return bound.port;
       }
-      held.push(server);
+      held.push(bound);
     }
   } finally {
-    await Promise.all(held.map(closeServer));
+    await Promise.all(held.map((b) => b.close()));
   }
 }
 
-function listenAnywhere(): Promise<net.Server> {
+function bindAnyPort(): Promise<BoundPort> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
     server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve(server));
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        port: (server.address() as net.AddressInfo).port,
+        close: () => new Promise<void>((done) => server.close(() => done())),
+      }),
+    );
   });
 }
-
-const closeServer = (server: net.Server) => new Promise<void>((resolve) => server.close(() => resolve()));
 
 function isAlive(pid: number): boolean {
   try {
