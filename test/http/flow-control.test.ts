@@ -212,6 +212,17 @@ describe('concurrency', () => {
     }
   });
 
+  it('gives the slots of a running job deleted by hand back', async () => {
+    await api().patch('/types/deleted', { concurrency: 1 });
+    await api().patch('/groups/gd', { concurrency: 1 });
+    await createJobs(2, { type: 'deleted', group: 'gd' });
+    const [held] = await lease(['deleted'], 2);
+    expect(await lease(['deleted'], 2)).toEqual([]);
+    await tdb.db.pool.query('DELETE FROM job WHERE id = $1', [held!.id]);
+    expect(await lease(['deleted'], 2)).toHaveLength(1);
+    expect((await tdb.db.pool.query('SELECT count(*)::int AS n FROM flow_slot WHERE job_id IS NOT NULL')).rows[0].n).toBe(2);
+  });
+
   it('survives a restart: the limit is in the database', async () => {
     await api().patch('/types/kept', { concurrency: 1 });
     await createJobs(3, { type: 'kept' });
