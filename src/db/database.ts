@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, PostgresQueryCompiler, type Driver } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Executor, PreparedStatement } from './executor.js';
@@ -39,9 +39,43 @@ export interface Db extends Executor {
    * the scheduler) keep the default on `pool`, where values can pick partial indexes.
    */
   readonly protocol: pg.Pool;
+  /**
+   * Runs `work` in one transaction on a protocol connection, so its prepared statements keep their
+   * generic plans (a transaction of `withTransaction` sends them unnamed, planned on every call).
+   * Commits when `work` resolves, rolls back when it throws. The executor it hands `work` runs
+   * prepared statements only: its `kysely` compiles and cannot execute (the worker protocol's
+   * statements are all prepared ones).
+   */
+  protocolTransaction<T>(work: (tx: Executor) => Promise<T>): Promise<T>;
   readonly url: string;
   destroy(): Promise<void>;
 }
+
+/**
+ * A Kysely that compiles PostgreSQL and executes nothing: what a protocol transaction offers for
+ * building its statements, so nothing reaches past the transaction to a pool.
+ */
+const compileOnly = new Kysely<Database>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: (): Driver => {
+      const refuse = () => {
+        throw new Error('a protocol transaction runs prepared statements only');
+      };
+      return {
+        init: async () => undefined,
+        acquireConnection: async () => refuse(),
+        beginTransaction: async () => refuse(),
+        commitTransaction: async () => refuse(),
+        rollbackTransaction: async () => refuse(),
+        releaseConnection: async () => undefined,
+        destroy: async () => undefined,
+      };
+    },
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
 
 export interface DbOptions {
   url: string;
@@ -110,6 +144,33 @@ export function createDb(options: DbOptions): Db {
     async prepared<R>(st: PreparedStatement): Promise<R[]> {
       const result = await protocol.query({ name: st.name, text: st.text, values: st.values as unknown[] });
       return result.rows as R[];
+    },
+    async protocolTransaction<T>(work: (tx: Executor) => Promise<T>): Promise<T> {
+      const client = await protocol.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const tx: Executor = {
+          kysely: compileOnly,
+          inTransaction: true,
+          async prepared<R>(st: PreparedStatement): Promise<R[]> {
+            const result = await client.query({ name: st.name, text: st.text, values: st.values as unknown[] });
+            return result.rows as R[];
+          },
+        };
+        const out = await work(tx);
+        await client.query('COMMIT');
+        return out;
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackErr) {
+          broken = rollbackErr as Error; // the connection is gone: the pool discards it
+        }
+        throw err;
+      } finally {
+        client.release(broken);
+      }
     },
     url: options.url,
     async destroy() {

@@ -69,6 +69,9 @@ export interface LeaseRequest {
   limit?: number | undefined;
 }
 
+/** The next jobs a worker asks for with its reports (POST /jobs/reports `next`). */
+export type NextLeaseRequest = Omit<LeaseRequest, 'waitMs'>;
+
 export interface HeartbeatRequest {
   leaseToken: string;
   leaseMs?: number | undefined;
@@ -465,6 +468,12 @@ export class JobService {
 
   private async writeReports(inputs: ReportInput[], withJobs = true): Promise<ReportResult[]> {
     const results = await jobReport(this.db, inputs, this.ctx.clock.now(), { jobs: withJobs });
+    this.reported(inputs, results);
+    return results;
+  }
+
+  /** Logs and counts reports once they are committed. */
+  private reported(inputs: readonly ReportInput[], results: readonly ReportResult[]): void {
     this.logReports(inputs, results);
     const metrics = this.ctx.metrics;
     if (metrics) {
@@ -475,7 +484,6 @@ export class JobService {
         else if (state === 'queued') metrics.jobCompleted(r.type, 'requeued');
       }
     }
-    return results;
   }
 
   private logReports(inputs: readonly ReportInput[], results: readonly ReportResult[]): void {
@@ -508,9 +516,57 @@ export class JobService {
    * than applying the reports).
    */
   async reportMany(reqs: readonly ReportRequest[], opts: { withJobs?: boolean } = {}): Promise<ReportAnswer[]> {
-    const withJobs = opts.withJobs ?? false;
     const inputs = reqs.map((r) => this.toInput(r));
-    const results = await this.writeReports(inputs, withJobs);
+    return this.answers(reqs, await this.writeReports(inputs, opts.withJobs ?? false));
+  }
+
+  /**
+   * Many reports, and the worker's next jobs leased in the same transaction: the flow-control slots
+   * the reported jobs held pass straight to the jobs leased after them (no other lease can take
+   * them in between, and none is free in between), so a binding limit stays at its limit while a
+   * worker keeps reporting and leasing. Without a free permit or a runnable job, `leased` is empty:
+   * the worker's long-poll waits for the rest. Never waits itself.
+   */
+  async reportManyAndLease(
+    reqs: readonly ReportRequest[],
+    next: NextLeaseRequest,
+    opts: { withJobs?: boolean } = {},
+  ): Promise<{ answers: ReportAnswer[]; leased: LeasedJob[] }> {
+    const inputs = reqs.map((r) => this.toInput(r));
+    const filter = { types: next.types, groups: next.groups };
+    const slot = { worker: next.worker, leaseMs: next.leaseMs ?? DEFAULT_LEASE_MS };
+    const limit = next.limit ?? 1;
+    for (let deadlocks = 0; ; deadlocks++) {
+      try {
+        const { results, claims } = await this.db.protocolTransaction(async (tx) => {
+          const results = await jobReport(tx, inputs, this.ctx.clock.now(), { jobs: opts.withJobs ?? false });
+          const claims: LeaseResult[] = [];
+          // a claim may leave slots empty (jobs dropped at lease, lanes with more): a few more
+          // claims in the same transaction fill them
+          for (let round = 0, got = 0; round < 3 && got < limit && !this.stopped; round++) {
+            const r = await jobLease(tx, { now: this.ctx.clock.now(), ...filter, slots: Array.from({ length: limit - got }, () => slot) });
+            claims.push(r);
+            got += r.leased.length;
+            if (r.dropped.length === 0 && !r.more) break;
+          }
+          return { results, claims };
+        });
+        // logged and counted once committed (a deadlock's rollback applied nothing)
+        this.reported(inputs, results);
+        for (const r of claims) this.logLease(r);
+        const leased = claims.flatMap((r) => r.leased);
+        if (leased.length > 0) this.ctx.metrics?.jobsLeased(leased);
+        return { answers: this.answers(reqs, results), leased };
+      } catch (err) {
+        // the reports and the claim lock job, task and permit rows another transaction may lock
+        // in another order: the whole transaction is tried again (nothing of it was applied)
+        if (isDeadlock(err) && deadlocks < 3) continue;
+        throw err;
+      }
+    }
+  }
+
+  private answers(reqs: readonly ReportRequest[], results: readonly ReportResult[]): ReportAnswer[] {
     return results.map((res, i) => {
       if (res.verdict === 'applied' || res.verdict === 'repeat') {
         return res.job ? { id: res.id, verdict: res.verdict, job: res.job } : { id: res.id, verdict: res.verdict };

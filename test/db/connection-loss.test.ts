@@ -152,6 +152,42 @@ describe('a connection cut between two statements of a transaction', () => {
     expect(triggered).toBeGreaterThanOrEqual(3);
   });
 
+  it('costs a report that leases the next jobs a 503: nothing of it applied, or all of it', async () => {
+    const send = async (body: object) => {
+      const res = await request(stack.app.server).post('/jobs/reports').set('authorization', bearer('admin')).send(body);
+      if (res.status === 503) throw Object.assign(new Error('Connection terminated'), { status: 503 });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body as { results: { status: number }[]; jobs: unknown[] };
+    };
+    let reports: object[] = [];
+    const positions = await cutEverywhere(
+      async () => {
+        await tdb.db.pool.query('delete from job');
+        for (const t of ['flow_policy', 'flow_slot', 'flow_token']) await tdb.db.pool.query(`delete from ${t}`);
+        await stack.services.flow.patch('type', 'cut.next', { concurrency: 2 }, 'admin');
+        for (let i = 0; i < 4; i++) await stack.services.jobs.create({ type: 'cut.next' });
+        const leased = await stack.services.jobs.next({ worker: 'w', types: ['cut.next'], limit: 2 });
+        reports = leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' }));
+      },
+      () => send({ reports, next: { worker: 'w', types: ['cut.next'], limit: 2 } }),
+      async (failed) => {
+        const count = async () =>
+          Object.fromEntries(
+            (await tdb.db.pool.query<{ state: string; n: number }>('select state, count(*)::int as n from job group by state')).rows.map(
+              (r) => [r.state, r.n],
+            ),
+          );
+        // a cut before COMMIT applied nothing: the reports and the lease go again whole
+        if (failed) expect(await count()).toEqual({ running: 2, queued: 2 });
+        if (failed) expect((await send({ reports, next: { worker: 'w', types: ['cut.next'], limit: 2 } })).jobs).toHaveLength(2);
+        expect(await count()).toEqual({ finished: 2, running: 2 });
+        const slots = await tdb.db.pool.query<{ n: number }>('select count(*)::int as n from flow_slot where job_id is not null');
+        expect(slots.rows[0]!.n).toBe(2);
+      },
+    );
+    expect(positions).toBeGreaterThanOrEqual(3); // BEGIN, the reports, the claim
+  });
+
   it('costs a migration run one failure, and the next run migrates a fresh database completely', async () => {
     const adminUrl = inject('adminUrl');
     let fresh: Db | null = null;

@@ -376,30 +376,38 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           summary: 'Report many jobs finished or failed in one request',
           description:
             'Each result carries the status its single report would have had (200, 404 or 409). ' +
-            'A 200 result carries the job after the report only when the request asks for it with `returnJobs: true`.',
+            'A 200 result carries the job after the report only when the request asks for it with `returnJobs: true`. ' +
+            "With `next`, the worker's next jobs are leased in the same transaction and come back as `jobs`: the concurrency " +
+            'slots the reported jobs held pass straight to them.',
           body: ReportsBody,
           response: { 200: ReportsResponse, ...standardErrors },
         },
       },
       async (request) => {
-        const answers = await jobs.reportMany(
-          request.body.reports.map((r) => ({
-            id: r.id,
-            leaseToken: r.leaseToken,
-            outcome: r.outcome,
-            result: r.result,
-            error: r.error,
-            retryInMs: r.retryIn,
-            state: r.state,
-          })),
-          { withJobs: request.body.returnJobs === true },
-        );
-        return {
-          results: answers.map((a) => {
-            const status = REPORT_STATUS[a.verdict];
-            return a.job ? { id: a.id, status, job: jobDto(a.job) } : { id: a.id, status, detail: a.detail };
-          }),
-        };
+        const b = request.body;
+        const reports = b.reports.map((r) => ({
+          id: r.id,
+          leaseToken: r.leaseToken,
+          outcome: r.outcome,
+          result: r.result,
+          error: r.error,
+          retryInMs: r.retryIn,
+          state: r.state,
+        }));
+        const opts = { withJobs: b.returnJobs === true };
+        const n = b.next;
+        const { answers, leased } = n
+          ? await jobs.reportManyAndLease(
+              reports,
+              { worker: n.worker, types: n.types, groups: n.groups, leaseMs: n.lease, limit: n.limit },
+              opts,
+            )
+          : { answers: await jobs.reportMany(reports, opts), leased: null };
+        const results = answers.map((a) => {
+          const status = REPORT_STATUS[a.verdict];
+          return a.job ? { id: a.id, status, job: jobDto(a.job) } : { id: a.id, status, detail: a.detail };
+        });
+        return leased ? { results, jobs: leased.map(leasedJobDto) } : { results };
       },
     );
   };

@@ -61,27 +61,44 @@ export function heartbeatDto(h: { leaseExpiresAt: Date | null; deadline: Date | 
 // ---------------------------------------------------------------------------------------------
 // Workers
 
+/** What a lease asks for, but its wait: POST /jobs/next and the `next` of POST /jobs/reports. */
+const leaseAsk = {
+  worker: name('worker', 'worker-7').meta({ description: 'Names the worker in the job and in logs.' }),
+  types: z.array(name('type', 'mail.send')).min(1).max(100).optional().meta({ description: 'Only these job types.' }),
+  groups: z.array(name('group', 'default')).min(1).max(100).optional().meta({ description: 'Only these groups.' }),
+  lease: durationString({
+    minMs: MIN_LEASE_MS,
+    maxMs: MAX_LEASE_MS,
+    description: 'How long the lease lasts without a heartbeat (default 30s).',
+    example: '30s',
+  }).optional(),
+  limit: z.number().int().min(1).max(MAX_LEASE_LIMIT).optional().meta({ description: 'How many jobs at most (default 1).', example: 10 }),
+};
+
 export const LeaseBody = body(
   {
-    worker: name('worker', 'worker-7').meta({ description: 'Names the worker in the job and in logs.' }),
-    types: z.array(name('type', 'mail.send')).min(1).max(100).optional().meta({ description: 'Only these job types.' }),
-    groups: z.array(name('group', 'default')).min(1).max(100).optional().meta({ description: 'Only these groups.' }),
+    ...leaseAsk,
     wait: durationString({
       minMs: 0,
       maxMs: MAX_WAIT_MS,
       description: 'Long-poll: wait this long for a job before answering 204 (at most 60s; default 0).',
       example: '30s',
     }).optional(),
-    lease: durationString({
-      minMs: MIN_LEASE_MS,
-      maxMs: MAX_LEASE_MS,
-      description: 'How long the lease lasts without a heartbeat (default 30s).',
-      example: '30s',
-    }).optional(),
-    limit: z.number().int().min(1).max(MAX_LEASE_LIMIT).optional().meta({ description: 'How many jobs at most (default 1).', example: 10 }),
   },
   {},
 ).meta({ id: 'LeaseRequest', additionalProperties: false, example: { worker: 'worker-7', types: ['mail.send'], wait: '30s', limit: 10 } });
+
+const NextLease = body(leaseAsk, {
+  wait: 'a report does not wait for jobs: lease the rest with POST /jobs/next and its wait',
+}).meta({
+  id: 'NextLease',
+  additionalProperties: false,
+  description:
+    "Lease the worker's next jobs in the same transaction as the reports: the concurrency slots the reported jobs held pass " +
+    'straight to the jobs leased next, so a binding limit stays at its limit. As POST /jobs/next without wait: ' +
+    'whatever is runnable now, possibly nothing.',
+  example: { worker: 'worker-7', types: ['mail.send'], limit: 2 },
+});
 
 export const LeaseResponse = z.object({ jobs: z.array(LeasedJobSchema) }).meta({ id: 'LeaseResponse' });
 
@@ -197,6 +214,7 @@ export const ReportsBody = z
     returnJobs: z.boolean().optional().meta({
       description: 'true: each 200 result carries the job after the report (`job`). Default false: id and status only, which is cheaper.',
     }),
+    next: NextLease.optional(),
   })
   .meta({
     id: 'Reports',
@@ -220,6 +238,10 @@ export const ReportsResponse = z
         detail: z.string().optional().meta({ description: 'Why, when status is not 200.' }),
       }),
     ),
+    jobs: z
+      .array(LeasedJobSchema)
+      .optional()
+      .meta({ description: 'With `next`: the jobs leased after the reports, in the same transaction (possibly none).' }),
   })
   .meta({
     id: 'ReportsResponse',

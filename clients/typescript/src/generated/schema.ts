@@ -1916,7 +1916,7 @@ export interface paths {
         put?: never;
         /**
          * Report many jobs finished or failed in one request
-         * @description Each result carries the status its single report would have had (200, 404 or 409). A 200 result carries the job after the report only when the request asks for it with `returnJobs: true`.
+         * @description Each result carries the status its single report would have had (200, 404 or 409). A 200 result carries the job after the report only when the request asks for it with `returnJobs: true`. With `next`, the worker's next jobs are leased in the same transaction and come back as `jobs`: the concurrency slots the reported jobs held pass straight to them.
          */
         post: {
             parameters: {
@@ -4658,6 +4658,68 @@ export interface components {
             jobs: components["schemas"]["LeasedJobInput"][];
         };
         /**
+         * @description Lease the worker's next jobs in the same transaction as the reports: the concurrency slots the reported jobs held pass straight to the jobs leased next, so a binding limit stays at its limit. As POST /jobs/next without wait: whatever is runnable now, possibly nothing.
+         * @example {
+         *       "worker": "worker-7",
+         *       "types": [
+         *         "mail.send"
+         *       ],
+         *       "limit": 2
+         *     }
+         */
+        NextLease: {
+            /** @description Only these groups. */
+            groups?: string[];
+            /**
+             * @description How long the lease lasts without a heartbeat (default 30s). A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 30s
+             */
+            lease?: unknown;
+            /**
+             * @description How many jobs at most (default 1).
+             * @example 10
+             */
+            limit?: number;
+            /** @description Only these job types. */
+            types?: string[];
+            /**
+             * @description Names the worker in the job and in logs.
+             * @example worker-7
+             */
+            worker: string;
+        };
+        /**
+         * @description Lease the worker's next jobs in the same transaction as the reports: the concurrency slots the reported jobs held pass straight to the jobs leased next, so a binding limit stays at its limit. As POST /jobs/next without wait: whatever is runnable now, possibly nothing.
+         * @example {
+         *       "worker": "worker-7",
+         *       "types": [
+         *         "mail.send"
+         *       ],
+         *       "limit": 2
+         *     }
+         */
+        NextLeaseInput: {
+            /** @description Only these groups. */
+            groups?: string[];
+            /**
+             * @description How long the lease lasts without a heartbeat (default 30s). A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 30s
+             */
+            lease?: string;
+            /**
+             * @description How many jobs at most (default 1).
+             * @example 10
+             */
+            limit?: number;
+            /** @description Only these job types. */
+            types?: string[];
+            /**
+             * @description Names the worker in the job and in logs.
+             * @example worker-7
+             */
+            worker: string;
+        };
+        /**
          * @description Only for a queued job.
          * @example {
          *       "priority": 10
@@ -5116,6 +5178,7 @@ export interface components {
          *     }
          */
         Reports: {
+            next?: components["schemas"]["NextLease"];
             reports: {
                 /**
                  * @description For outcome failed.
@@ -5181,6 +5244,7 @@ export interface components {
          *     }
          */
         ReportsInput: {
+            next?: components["schemas"]["NextLeaseInput"];
             reports: {
                 /**
                  * @description For outcome failed.
@@ -5238,6 +5302,8 @@ export interface components {
          *     }
          */
         ReportsResponse: {
+            /** @description With `next`: the jobs leased after the reports, in the same transaction (possibly none). */
+            jobs?: components["schemas"]["LeasedJob"][];
             results: {
                 /** @description Why, when status is not 200. */
                 detail?: string;
@@ -5264,6 +5330,8 @@ export interface components {
          *     }
          */
         ReportsResponseInput: {
+            /** @description With `next`: the jobs leased after the reports, in the same transaction (possibly none). */
+            jobs?: components["schemas"]["LeasedJobInput"][];
             results: {
                 /** @description Why, when status is not 200. */
                 detail?: string;
