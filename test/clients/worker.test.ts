@@ -297,6 +297,44 @@ describe('Worker', () => {
     expect(await states()).toEqual({ finished: 400 });
   }, 90_000);
 
+  it('leases its next jobs with its reports, so a binding limit passes its slots on without a long-poll', { timeout: 30_000 }, async () => {
+    expect((await request(stack.app.server).patch('/types/handover').set('authorization', admin).send({ concurrency: 3 })).status).toBe(
+      200,
+    );
+    try {
+      await createJobs(90, { type: 'handover' });
+      const leaseRequests = async () => {
+        const text = (await request(stack.app.server).get('/metrics').set('authorization', admin)).text;
+        const counts = [...text.matchAll(/^jobclock_http_request_duration_seconds_count\{[^}]*route="\/jobs\/next"[^}]*\} (\d+)/gm)];
+        return counts.reduce((sum, m) => sum + Number(m[1]), 0);
+      };
+      const before = await leaseRequests();
+      let running = 0;
+      let peak = 0;
+      const done = new Set<string>();
+      const w = newWorker({
+        concurrency: 6,
+        handlers: {
+          handover: async (job) => {
+            peak = Math.max(peak, ++running);
+            await sleep(10);
+            running--;
+            done.add(job.id);
+          },
+        },
+      });
+      await w.start();
+      await until(async () => (await states()).finished === 90, 20_000);
+      expect(done.size).toBe(90);
+      expect(peak).toBeLessThanOrEqual(3);
+      // most jobs came back in the answers to reports: far fewer long-polls than jobs
+      const polls = (await leaseRequests()) - before;
+      expect(polls, 'POST /jobs/next requests for 90 jobs').toBeLessThan(10); // 30 without: one per 3 jobs
+    } finally {
+      await request(stack.app.server).patch('/types/handover').set('authorization', admin).send({ concurrency: null });
+    }
+  });
+
   it('leases only the types it has handlers for', async () => {
     await createJobs(20, { type: 'mine' });
     await createJobs(20, { type: 'theirs' });

@@ -178,6 +178,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly options: WorkerOptions;
   private readonly running = new Map<string, Running>();
   private slotFreed: (() => void) | null = null;
+  /** Slots promised to the jobs a report batch in flight asks for (`next`). */
+  private reserved = 0;
+  /** The limit of the long-poll in flight. */
+  private polling = 0;
+  /** false once a server refused `next` on reports (older than this client): leases go by long-poll only. */
+  private nextOnReports = true;
   private leaseLoop: Promise<void> | null = null;
   private leasing: AbortController | null = null;
   private stopping = false;
@@ -286,8 +292,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private async loop(): Promise<void> {
     let failures = 0;
     while (!this.stopping) {
-      const free = this.concurrency - this.running.size;
-      if (free <= 0) {
+      const free = this.concurrency - this.running.size - this.reserved;
+      // Reports about to go out lease the next jobs themselves (their slots pass on in the same
+      // transaction): the long-poll waits for their answer and takes what is left.
+      if (free <= 0 || (this.reports.length > 0 && this.nextOnReports)) {
         await new Promise<void>((resolve) => (this.slotFreed = resolve));
         this.slotFreed = null;
         continue;
@@ -318,6 +326,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
    */
   private async lease(limit: number, signal: AbortSignal): Promise<LeasedJob[]> {
     this.leaseAnswered = false;
+    this.polling = limit;
     const body = { worker: this.id, types: this.types, limit, wait: `${this.waitMs}ms`, lease: `${this.leaseMs}ms` };
     let res: Answer;
     try {
@@ -325,6 +334,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     } catch (err) {
       if (signal.aborted) return [];
       throw err;
+    } finally {
+      this.polling = 0;
     }
     if (res.status === 204) return [];
     if (res.status === 200) return (res.body as { jobs: LeasedJob[] }).jobs;
@@ -519,12 +530,17 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (r.settled) return;
     r.settled = true;
     this.end(r);
+    await this.release(r.job);
+  }
+
+  /** Gives a leased job back: queued again at once, the attempt not counted. */
+  private async release(job: LeasedJob): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.call('POST', `/jobs/${encodeURIComponent(r.job.id)}/release`, { leaseToken: r.job.leaseToken });
-        if (res.status === 503 || res.status === 502 || res.status === 504) throw this.httpError(`POST /jobs/${r.job.id}/release`, res);
-        if (res.status === 200) this.emit('job:released', r.job);
-        else this.emit('job:lost', r.job, problemDetail(res.body) ?? `release answered ${res.status}`);
+        const res = await this.call('POST', `/jobs/${encodeURIComponent(job.id)}/release`, { leaseToken: job.leaseToken });
+        if (res.status === 503 || res.status === 502 || res.status === 504) throw this.httpError(`POST /jobs/${job.id}/release`, res);
+        if (res.status === 200) this.emit('job:released', job);
+        else this.emit('job:lost', job, problemDetail(res.body) ?? `release answered ${res.status}`);
         return;
       } catch (err) {
         if (attempt >= 5) {
@@ -551,32 +567,66 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.reportTimer = null;
     while (this.reports.length > 0) {
       const batch = this.reports.splice(0, MAX_REPORTS);
-      const p = this.send(batch).finally(() => this.sending.delete(p));
+      // the batch leases the next jobs into the slots free now (those its own jobs held among
+      // them), so under a binding concurrency limit the slots pass on without a gap
+      const next =
+        this.stopping || !this.nextOnReports ? 0 : Math.min(MAX_LIMIT, this.concurrency - this.running.size - this.reserved - this.polling);
+      this.reserved += Math.max(0, next);
+      const p = this.send(batch, Math.max(0, next)).finally(() => this.sending.delete(p));
       this.sending.add(p);
     }
+    this.slotFreed?.(); // the lease loop sees the reservations
     if (all) await Promise.all([...this.sending]);
   }
 
-  private async send(batch: Report[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const res = await this.call('POST', '/jobs/reports', { reports: batch });
-        if (res.status === 200) {
-          for (const [i, result] of (res.body as { results: { status: number; detail?: string }[] }).results.entries()) {
-            if (result.status !== 200) {
-              const job = { id: batch[i]!.id } as LeasedJob;
-              this.emit('job:lost', job, result.detail ?? `report answered ${result.status}`);
+  /** Sends one batch of reports, the first try asking for up to `next` jobs with it. */
+  private async send(batch: Report[], next: number): Promise<void> {
+    let reserved = next;
+    const unreserve = () => {
+      this.reserved -= reserved;
+      reserved = 0;
+      this.slotFreed?.();
+    };
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          // a retry leases nothing: jobs leased by a try whose answer was lost come back when
+          // their leases expire, and a second lease must not add to them
+          const body =
+            reserved > 0
+              ? { reports: batch, next: { worker: this.id, types: this.types, limit: reserved, lease: `${this.leaseMs}ms` } }
+              : { reports: batch };
+          const res = await this.call('POST', '/jobs/reports', body);
+          if (res.status === 200) {
+            const answer = res.body as { results: { status: number; detail?: string }[]; jobs?: LeasedJob[] };
+            for (const [i, result] of answer.results.entries()) {
+              if (result.status !== 200) {
+                const job = { id: batch[i]!.id } as LeasedJob;
+                this.emit('job:lost', job, result.detail ?? `report answered ${result.status}`);
+              }
             }
+            const jobs = answer.jobs ?? [];
+            unreserve();
+            if (this.stopping) await Promise.all(jobs.map((job) => this.release(job)));
+            else for (const job of jobs) this.run(job);
+            return;
           }
-          return;
+          if (res.status === 400 && reserved > 0 && refusesNext(res.body)) {
+            this.nextOnReports = false; // a server older than `next`: send the reports alone
+            unreserve();
+            continue;
+          }
+          throw this.httpError('POST /jobs/reports', res);
+        } catch (err) {
+          unreserve();
+          const retriable = err instanceof Unavailable || !(err instanceof HttpError);
+          this.report(err);
+          if (!retriable || (this.stopping && attempt >= 8)) return;
+          await sleep(this.backoff(attempt));
         }
-        throw this.httpError('POST /jobs/reports', res);
-      } catch (err) {
-        const retriable = err instanceof Unavailable || !(err instanceof HttpError);
-        this.report(err);
-        if (!retriable || (this.stopping && attempt >= 8)) return;
-        await sleep(this.backoff(attempt));
       }
+    } finally {
+      unreserve();
     }
   }
 
@@ -613,6 +663,12 @@ export class HttpError extends Error {
 
 function abort(r: Running, reason: JobStopped): void {
   (r.controller ??= new AbortController()).abort(reason);
+}
+
+/** A 400 that names `next`: the server does not know it. */
+function refusesNext(problem: unknown): boolean {
+  const errors = (problem as { errors?: { path?: unknown }[] } | null)?.errors;
+  return Array.isArray(errors) && errors.some((e) => typeof e.path === 'string' && e.path.startsWith('/next'));
 }
 
 function problemDetail(problem: unknown): string | undefined {
