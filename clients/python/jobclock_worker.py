@@ -24,7 +24,10 @@ How it works:
   and ``ctx.save_state(...)``. It sets ``ctx.cancelled`` when a heartbeat
   answers ``cancel: true`` (the job was cancelled or its deadline passed), when the job's deadline
   passes on this machine's clock, when the lease is lost (409/404) and on ``stop()``.
-- One reporter thread sends the outcomes in batches through ``POST /jobs/reports``. A report
+- One reporter thread sends the outcomes in batches through ``POST /jobs/reports``, and leases
+  with each batch (``next``) as many jobs as there are free slots beside the long-poll: they are
+  leased in the same transaction as the reports, so under a concurrency limit the slots the
+  reported jobs held pass straight on (a retried batch leases nothing). A report
   answered 409 means the lease was lost (it expired, or the job timed out): it is logged and not
   retried. A 503 or a connection error is retried with capped exponential backoff. A report
   jobclock refuses (400, e.g. a result nested too deep) is sent again as a failure with
@@ -258,6 +261,9 @@ class Worker:
         self._running = 0  # handlers not yet returned (and not abandoned)
         self._reports: List[Tuple[JobContext, Dict[str, Any]]] = []
         self._reports_in_flight = 0  # reports and give-backs on their way
+        self._reserved = 0  # slots promised to the jobs a report batch on its way asks for
+        self._polling = 0  # the limit of the long-poll on its way
+        self._next_on_reports = True  # False once a server refused ``next`` (older than it)
         self._releases: List[JobContext] = []
         self._stopping = threading.Event()
         self._stopped = threading.Event()
@@ -420,15 +426,20 @@ class Worker:
         """
         if len(self._reports) + self._reports_in_flight >= _MAX_REPORT_BATCH:
             return 0
-        return self.concurrency - self._running
+        return self.concurrency - self._running - self._reserved
+
+    def _leases_with_reports(self) -> bool:
+        """Reports wait to be sent and will lease the next jobs themselves; the caller holds self._cond."""
+        return bool(self._reports) and self._next_on_reports and not self._stopping.is_set()
 
     def _lease_loop(self) -> None:
         backoff = _Backoff(self.max_backoff)
         while not self._stopping.is_set():
             with self._cond:
-                while self._free_slots() <= 0 and not self._stopping.is_set():
+                while (self._free_slots() <= 0 or self._leases_with_reports()) and not self._stopping.is_set():
                     self._cond.wait(0.5)
                 free = self._free_slots()
+                self._polling = min(free, 100)
             if self._stopping.is_set():
                 break
             body: Dict[str, Any] = {
@@ -441,7 +452,11 @@ class Worker:
             if self.groups:
                 body["groups"] = self.groups
             try:
-                status, payload = self._long_poll(body)
+                try:
+                    status, payload = self._long_poll(body)
+                finally:
+                    with self._cond:
+                        self._polling = 0
             except _Transient as e:
                 delay = backoff.next()
                 self.log.warning("lease failed (%s); retrying in %.1fs", e, delay)
@@ -642,8 +657,18 @@ class Worker:
                 batch = self._reports[:_MAX_REPORT_BATCH]
                 del self._reports[: len(batch)]
                 self._reports_in_flight += len(batch)
+                # the batch leases the next jobs into the slots free beside the long-poll
+                reserve = 0
+                if self._next_on_reports and not self._stopping.is_set():
+                    reserve = max(0, min(100, self._free_slots() - self._polling))
+                self._reserved += reserve
             try:
-                self._send_reports(batch)
+                try:
+                    self._send_reports(batch, reserve)
+                finally:
+                    with self._cond:
+                        self._reserved -= reserve
+                        self._cond.notify_all()
                 backoff.reset()
             except _Transient as e:
                 delay = backoff.next()
@@ -661,12 +686,23 @@ class Worker:
                     self._active.pop(ctx.id, None)
                 self._cond.notify_all()
 
-    def _send_reports(self, batch: List[Tuple[JobContext, Dict[str, Any]]]) -> None:
+    def _send_reports(self, batch: List[Tuple[JobContext, Dict[str, Any]]], reserve: int = 0) -> None:
         """Send one batch. Refused whole (400, 413), it is split in halves until the bad report is
         alone; that one is sent once more as a failure saying why (so the job does not wait for its
         lease to expire), and dropped if even that is refused. A retry of an accepted report (after
         a connection error) is harmless: jobclock recognises a repeat by its lease token."""
-        status, payload = self._request("/jobs/reports", {"reports": [r for _, r in batch]})
+        body: Dict[str, Any] = {"reports": [r for _, r in batch]}
+        if reserve > 0:
+            body["next"] = {"worker": self.worker_id, "types": sorted(self.handlers), "limit": reserve, "lease": format_duration(self.lease_seconds)}
+            if self.groups:
+                body["next"]["groups"] = self.groups
+        status, payload = self._request("/jobs/reports", body)
+        if status == 400 and reserve > 0 and _refuses_next(payload):
+            self.log.info("jobclock does not take next on reports (an older server): leasing by long-poll only")
+            with self._cond:
+                self._next_on_reports = False
+            self._send_reports(batch)
+            return
         if status in (400, 413) and len(batch) > 1:
             half = len(batch) // 2
             self._send_reports(batch[:half])
@@ -695,6 +731,12 @@ class Worker:
                 self.log.warning("job %s: report not accepted, the lease was lost: %s", ctx.id, res.get("detail", ""))
             else:
                 self.log.error("job %s: report answered %s: %s", ctx.id, code, res.get("detail", ""))
+        jobs = payload.get("jobs") or []
+        if jobs:
+            # they take their slots while still reserved (the caller gives the reservation back
+            # after): for that moment the free slots are counted short, never over
+            for job in jobs:
+                self._begin(job)
 
     def _count(self, key: str) -> None:
         with self._stats_lock:
@@ -723,6 +765,12 @@ def _json_of(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return {"detail": raw[:200].decode("utf-8", "replace")}
+
+
+def _refuses_next(payload: Any) -> bool:
+    """A 400 that names ``next``: the server does not know it."""
+    errors = payload.get("errors") if isinstance(payload, dict) else None
+    return isinstance(errors, list) and any(isinstance(e, dict) and str(e.get("path", "")).startswith("/next") for e in errors)
 
 
 def _detail(payload: Any) -> str:

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { bearer, type TestStack, TOKENS } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
+import { peakOverlap } from '../support/overlap.js';
 
 /** The interpreter: python3, or JOBCLOCK_TEST_PYTHON (e.g. python3.9, the oldest the module supports). */
 const PYTHON = process.env.JOBCLOCK_TEST_PYTHON ?? 'python3';
@@ -162,6 +163,33 @@ describe.skipIf(!hasPython)('the Python worker (clients/python/jobclock_worker.p
     const stats = [a, b].map((d) => d.events().find((e) => e.event === 'stopped')!.stats as Record<string, number>);
     expect(stats.reduce((n, s) => n + s.finished!, 0)).toBe(300);
     expect(stats.every((s) => s.lost === 0 && s.given_back === 0)).toBe(true);
+  });
+
+  it('leases its next jobs with its reports, so a binding limit passes its slots on without a long-poll', async () => {
+    expect((await call('PATCH', '/types/py.limited', { concurrency: 3 })).status).toBe(200);
+    try {
+      const leaseRequests = async () => {
+        const text = await (await fetch(`${base}/metrics`, { headers: { authorization: bearer('admin') } })).text();
+        const counts = [...text.matchAll(/^jobclock_http_request_duration_seconds_count\{[^}]*route="\/jobs\/next"[^}]*\} (\d+)/gm)];
+        return counts.reduce((sum, m) => sum + Number(m[1]), 0);
+      };
+      const before = await leaseRequests();
+      const d = startDriver('limited');
+      const created = await call('POST', '/jobs/batch', { jobs: Array.from({ length: 60 }, () => ({ type: 'py.limited' })) });
+      expect(created.status).toBe(201);
+      await until('60 jobs finished', async () => {
+        const res = await call('GET', '/jobs?type=py.limited&state=finished&limit=100');
+        return res.body.items.length === 60;
+      });
+      await stopDriver(d);
+      expect(new Set(d.ran()).size).toBe(60);
+      // 20 long-polls at least without next (3 jobs a turn); with it, the reports lease nearly all
+      expect((await leaseRequests()) - before, 'POST /jobs/next requests for 60 jobs').toBeLessThan(10);
+      const jobs = (await call('GET', '/jobs?type=py.limited&limit=100')).body.items as { startedAt: string; finishedAt: string }[];
+      expect(peakOverlap(jobs), 'overlaps of startedAt..finishedAt').toBeLessThanOrEqual(3);
+    } finally {
+      await call('PATCH', '/types/py.limited', { concurrency: null });
+    }
   });
 
   it('retries leasing and reports through 503s and dropped connections, losing no job', async () => {

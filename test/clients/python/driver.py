@@ -82,8 +82,14 @@ def deep(job, ctx):
     return result
 
 
+def limited(job, ctx):
+    emit("ran", id=job["id"])
+    time.sleep(0.01)
+
+
 handlers = {
     "count": {"py.count": count},
+    "limited": {"py.limited": limited},
     "long": {"py.long": long},
     "cancel": {"py.cancel": cancellable, "py.deadline": cancellable},
     "periodic": {"py.periodic": periodic},

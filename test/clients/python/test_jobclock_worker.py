@@ -120,6 +120,23 @@ class Slots(unittest.TestCase):
         self.assertEqual(w._free_slots(), 0)
 
 
+    def test_slots_reserved_for_the_jobs_a_report_batch_asks_for_are_not_free(self):
+        w = jw.Worker("http://127.0.0.1:9", handlers={"t": print}, concurrency=4)
+        w._running = 1
+        w._reserved = 2
+        self.assertEqual(w._free_slots(), 1)
+        self.assertFalse(w._leases_with_reports())
+        w._reports = [(None, {})]  # about to be sent: the long-poll leaves the next jobs to them
+        self.assertTrue(w._leases_with_reports())
+        w._next_on_reports = False  # a server without next: the long-poll leases for every slot
+        self.assertFalse(w._leases_with_reports())
+
+    def test_a_400_naming_next_means_a_server_without_it(self):
+        self.assertTrue(jw._refuses_next({"errors": [{"path": "/next", "message": "Unrecognized key"}]}))
+        self.assertFalse(jw._refuses_next({"errors": [{"path": "/reports/0/error"}]}))
+        self.assertFalse(jw._refuses_next("not json"))
+
+
 class Stop(unittest.TestCase):
     def test_stop_cancels_running_handlers_then_gives_back_those_still_running(self):
         w = jw.Worker("http://127.0.0.1:9", handlers={"t": print})
