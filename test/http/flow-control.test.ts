@@ -5,6 +5,7 @@ import { ManualClock } from '../../src/clock.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { bearer, createTestStack, type TestStack, TOKENS } from '../support/app.js';
 import { type TestDatabase } from '../support/db.js';
+import { peakOverlapIn } from '../support/overlap.js';
 import { sleep, until } from '../support/wait.js';
 import { useTestStack } from '../support/fixture.js';
 
@@ -158,16 +159,7 @@ describe('concurrency', () => {
       expect(max, 'running jobs sampled').toBeLessThanOrEqual(5);
       expect(max).toBeGreaterThanOrEqual(2); // the limit was reached for real, not starved
       // from the jobs' own times: no instant had more than 5 running
-      const events = await tdb.db.pool.query<{ t: Date; d: number }>(
-        `SELECT started_at AS t, 1 AS d FROM job WHERE ${where} UNION ALL SELECT finished_at, -1 FROM job WHERE ${where} ORDER BY 1, 2`,
-      );
-      let cur = 0;
-      let peak = 0;
-      for (const e of events.rows) {
-        cur += e.d;
-        peak = Math.max(peak, cur);
-      }
-      expect(peak, 'overlaps of startedAt..finishedAt').toBeLessThanOrEqual(5);
+      expect(await peakOverlapIn(tdb.db.pool, where), 'overlaps of startedAt..finishedAt').toBeLessThanOrEqual(5);
       expect(await tdb.db.pool.query('SELECT count(*)::int AS n FROM flow_slot WHERE job_id IS NOT NULL').then((r) => r.rows[0].n)).toBe(0);
     } finally {
       for (const s of stacks.slice(1)) await s.close();

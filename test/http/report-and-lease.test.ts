@@ -8,6 +8,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { bearer, createTestStack, type TestStack, TOKENS } from '../support/app.js';
 import { type TestDatabase } from '../support/db.js';
 import { useTestStack } from '../support/fixture.js';
+import { peakOverlapIn } from '../support/overlap.js';
 import { sleep } from '../support/wait.js';
 
 const admin = bearer('admin');
@@ -222,15 +223,7 @@ describe('a binding limit with workers that report and lease together', () => {
       expect(done.size).toBe(300);
       expect(handedOver, 'jobs leased through reports').toBeGreaterThan(50);
       expect(max, 'running jobs sampled').toBeLessThanOrEqual(5);
-      const events = await tdb.db.pool.query<{ t: Date; d: number }>(
-        `SELECT started_at AS t, 1 AS d FROM job WHERE type = 'limited' UNION ALL SELECT finished_at, -1 FROM job WHERE type = 'limited' ORDER BY 1, 2`,
-      );
-      let cur = 0;
-      let peak = 0;
-      for (const e of events.rows) {
-        cur += e.d;
-        peak = Math.max(peak, cur);
-      }
+      const peak = await peakOverlapIn(tdb.db.pool, `type = 'limited'`);
       expect(peak, 'overlaps of startedAt..finishedAt').toBeLessThanOrEqual(5);
       expect(peak).toBeGreaterThanOrEqual(3);
       expect((await tdb.db.pool.query('SELECT count(*)::int AS n FROM flow_slot WHERE job_id IS NOT NULL')).rows[0].n).toBe(0);
