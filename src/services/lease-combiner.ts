@@ -1,5 +1,5 @@
 import type { LeasedJob } from '../domain/job.js';
-import type { LeaseResult, LeaseSlot } from '../repositories/jobs.js';
+import { claimAgain, type LeaseResult, type LeaseSlot } from '../repositories/jobs.js';
 
 /** Which jobs a request may take; requests with equal filters can share a claim. */
 export interface LeaseFilter {
@@ -137,11 +137,7 @@ export class LeaseCombiner {
         // The job is handed on as it is, its `slot` included (not copied without it: that copy of
         // every leased job showed in profiles; the HTTP answer is built field by field anyway).
         for (const job of result.leased) owners[job.slot]!.got.push(job);
-        // The periodic drop check, a type or group limit (a permit another lease took first) and
-        // the share of each group (fairness: `more`) leave slots empty while jobs may remain:
-        // claim again for them — unless this round found nothing at all.
-        const progressed = result.leased.length > 0 || result.dropped.length > 0 || (result.refused ?? 0) > 0;
-        if (!progressed || (result.dropped.length === 0 && !result.refused && !result.more)) break;
+        if (!claimAgain(result)) break;
         open = open.filter((p) => p.got.length < p.ask.limit);
       }
       for (const p of batch) p.resolve(p.got);

@@ -10,6 +10,7 @@ import {
   jobInsertMany,
   jobLease,
   jobReport,
+  claimAgain,
   likePattern,
 } from '../../src/repositories/jobs.js';
 import { insertTask, insertTaskJob } from '../http/jobs-support.js';
@@ -333,6 +334,18 @@ describe('prepared statements', () => {
     } finally {
       await tdb.db.pool.query('ALTER TABLE job DROP COLUMN added_later');
     }
+  });
+});
+
+describe('claimAgain', () => {
+  const leased = [{}] as never[];
+  const dropped = [{ id: '1', taskId: null, error: null }];
+  it('claims again for slots a drop, a refused permit or a group share left empty, and not when nothing was found', () => {
+    expect(claimAgain({ leased, dropped: [] })).toBe(false); // all it could take
+    expect(claimAgain({ leased, dropped: [], more: true })).toBe(true);
+    expect(claimAgain({ leased: [], dropped })).toBe(true);
+    expect(claimAgain({ leased: [], dropped: [], refused: 2 })).toBe(true);
+    expect(claimAgain({ leased: [], dropped: [], more: true })).toBe(false); // found nothing: no progress
   });
 });
 

@@ -41,6 +41,16 @@ export interface LeaseResult {
 }
 
 /**
+ * Whether a claim that left slots empty should be made again for them: the periodic drop check, a
+ * type or group limit (a permit another lease took first) and the share of each group (fairness:
+ * `more`) leave slots empty while jobs may remain — unless the claim found nothing at all.
+ */
+export function claimAgain(r: LeaseResult): boolean {
+  const progressed = r.leased.length > 0 || r.dropped.length > 0 || (r.refused ?? 0) > 0;
+  return progressed && (r.dropped.length > 0 || (r.refused ?? 0) > 0 || r.more === true);
+}
+
+/**
  * Claims up to `slots.length` runnable jobs in ONE statement: queued, run_at <= now, matching the
  * type and group filters, in order priority desc, run_at, id, with FOR UPDATE SKIP LOCKED so that
  * concurrent claims never take one job twice. The k-th job that runs fills the k-th slot: its
