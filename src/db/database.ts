@@ -235,3 +235,19 @@ export async function pingDatabase(db: Db): Promise<void> {
 export function isDeadlock(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === '40P01';
 }
+
+/**
+ * Runs `work`, and again (up to `retries` times) when PostgreSQL broke a deadlock by rolling it back:
+ * a statement or transaction that locks job, task or permit rows another one locks in another order
+ * applied nothing and may simply run again.
+ */
+export async function retryOnDeadlock<T>(work: () => Promise<T>, retries = 3): Promise<T> {
+  for (let deadlocks = 0; ; deadlocks++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (isDeadlock(err) && deadlocks < retries) continue;
+      throw err;
+    }
+  }
+}

@@ -5,7 +5,7 @@
  * long-poll waiters, whose state must be one per instance; what is not shared lives beside it
  * (batch-committer.ts, lease-combiner.ts, job-waiters.ts, and the pure rules in src/domain).
  */
-import { isDeadlock } from '../db/database.js';
+import { retryOnDeadlock } from '../db/database.js';
 import { type Executor, withTransaction } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
 import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
@@ -36,6 +36,7 @@ import {
   type JobInsertRow,
   jobInsert,
   jobInsertMany,
+  claimAgain,
   jobLease,
   jobReleaseLeases,
   type LeaseResult,
@@ -119,6 +120,9 @@ export function leaseLostDetail(id: string, outcome: string, state: JobState | n
   }
   return `Job ${id} was already reported with this token and is ${state} now; a ${outcome} report does not match.`;
 }
+
+/** How many claims a report with `next` makes at most to fill its slots (the answer never waits). */
+const NEXT_CLAIM_ROUNDS = 3;
 
 /** One-shot jobs and the worker protocol (lease, heartbeat, report). */
 export class JobService {
@@ -390,17 +394,12 @@ export class JobService {
 
   /** One claim statement (for the LeaseCombiner), retried on a deadlock, logged. */
   private async claim(filter: LeaseFilter, slots: LeaseSlot[]): Promise<LeaseResult> {
-    for (let deadlocks = 0; ; deadlocks++) {
-      try {
-        const r = await jobLease(this.db, { now: this.ctx.clock.now(), types: filter.types, groups: filter.groups, slots });
-        this.logLease(r);
-        return r;
-      } catch (err) {
-        // Two claims (or a claim and the scheduler) locking the same task rows in another order.
-        if (isDeadlock(err) && deadlocks < 3) continue;
-        throw err;
-      }
-    }
+    // two claims (or a claim and the scheduler) may lock the same task rows in another order
+    const r = await retryOnDeadlock(() =>
+      jobLease(this.db, { now: this.ctx.clock.now(), types: filter.types, groups: filter.groups, slots }),
+    );
+    this.logLease(r);
+    return r;
   }
 
   private logLease(r: LeaseResult): void {
@@ -536,34 +535,29 @@ export class JobService {
     const filter = { types: next.types, groups: next.groups };
     const slot = { worker: next.worker, leaseMs: next.leaseMs ?? DEFAULT_LEASE_MS };
     const limit = next.limit ?? 1;
-    for (let deadlocks = 0; ; deadlocks++) {
-      try {
-        const { results, claims } = await this.db.protocolTransaction(async (tx) => {
-          const results = await jobReport(tx, inputs, this.ctx.clock.now(), { jobs: opts.withJobs ?? false });
-          const claims: LeaseResult[] = [];
-          // a claim may leave slots empty (jobs dropped at lease, lanes with more): a few more
-          // claims in the same transaction fill them
-          for (let round = 0, got = 0; round < 3 && got < limit && !this.stopped; round++) {
-            const r = await jobLease(tx, { now: this.ctx.clock.now(), ...filter, slots: Array.from({ length: limit - got }, () => slot) });
-            claims.push(r);
-            got += r.leased.length;
-            if (r.dropped.length === 0 && !r.more) break;
-          }
-          return { results, claims };
-        });
-        // logged and counted once committed (a deadlock's rollback applied nothing)
-        this.reported(inputs, results);
-        for (const r of claims) this.logLease(r);
-        const leased = claims.flatMap((r) => r.leased);
-        if (leased.length > 0) this.ctx.metrics?.jobsLeased(leased);
-        return { answers: this.answers(reqs, results), leased };
-      } catch (err) {
-        // the reports and the claim lock job, task and permit rows another transaction may lock
-        // in another order: the whole transaction is tried again (nothing of it was applied)
-        if (isDeadlock(err) && deadlocks < 3) continue;
-        throw err;
-      }
-    }
+    // the reports and the claims lock job, task and permit rows another transaction may lock in
+    // another order: on a deadlock the whole transaction runs again (nothing of it was applied)
+    const { results, claims } = await retryOnDeadlock(() =>
+      this.db.protocolTransaction(async (tx) => {
+        const results = await jobReport(tx, inputs, this.ctx.clock.now(), { jobs: opts.withJobs ?? false });
+        // a claim may leave slots empty (the same rule as the LeaseCombiner's): a few more claims
+        // in the same transaction fill them
+        const claims: LeaseResult[] = [];
+        for (let round = 0, got = 0; round < NEXT_CLAIM_ROUNDS && got < limit && !this.stopped; round++) {
+          const r = await jobLease(tx, { now: this.ctx.clock.now(), ...filter, slots: Array.from({ length: limit - got }, () => slot) });
+          claims.push(r);
+          got += r.leased.length;
+          if (!claimAgain(r)) break;
+        }
+        return { results, claims };
+      }),
+    );
+    // logged and counted once committed
+    this.reported(inputs, results);
+    for (const r of claims) this.logLease(r);
+    const leased = claims.flatMap((r) => r.leased);
+    if (leased.length > 0) this.ctx.metrics?.jobsLeased(leased);
+    return { answers: this.answers(reqs, results), leased };
   }
 
   private answers(reqs: readonly ReportRequest[], results: readonly ReportResult[]): ReportAnswer[] {
