@@ -5,7 +5,7 @@ import { ManualClock } from '../../src/clock.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { bearer, createTestStack, type TestStack, TOKENS } from '../support/app.js';
 import { type TestDatabase } from '../support/db.js';
-import { peakOverlapIn } from '../support/overlap.js';
+import { peakOverlapIn, sampleMax } from '../support/overlap.js';
 import { sleep, until } from '../support/wait.js';
 import { useTestStack } from '../support/fixture.js';
 
@@ -126,14 +126,7 @@ describe('concurrency', () => {
     try {
       await api().patch(c.policy, { concurrency: 5 });
       await createJobs(240, c.job);
-      let max = 0;
-      let sampling = true;
-      const sampler = (async () => {
-        while (sampling) {
-          max = Math.max(max, await running(where));
-          await sleep(5);
-        }
-      })();
+      const sampler = sampleMax(() => running(where));
       const done = new Set<string>();
       const worker = async (s: TestStack) => {
         for (let idle = 0; idle < 3;) {
@@ -153,8 +146,7 @@ describe('concurrency', () => {
         }
       };
       await Promise.all(Array.from({ length: 24 }, (_, i) => worker(stacks[i % 3]!)));
-      sampling = false;
-      await sampler;
+      const max = await sampler.stop();
       expect(done.size).toBe(240);
       expect(max, 'running jobs sampled').toBeLessThanOrEqual(5);
       expect(max).toBeGreaterThanOrEqual(2); // the limit was reached for real, not starved

@@ -8,7 +8,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { bearer, createTestStack, type TestStack, TOKENS } from '../support/app.js';
 import { type TestDatabase } from '../support/db.js';
 import { useTestStack } from '../support/fixture.js';
-import { peakOverlapIn } from '../support/overlap.js';
+import { peakOverlapIn, sampleMax } from '../support/overlap.js';
 import { sleep } from '../support/wait.js';
 
 const admin = bearer('admin');
@@ -183,14 +183,7 @@ describe('a binding limit with workers that report and lease together', () => {
         200,
       );
       await createJobs(300, { type: 'limited' });
-      let max = 0;
-      let sampling = true;
-      const sampler = (async () => {
-        while (sampling) {
-          max = Math.max(max, await running('limited'));
-          await sleep(5);
-        }
-      })();
+      const sampler = sampleMax(() => running('limited'));
       const done = new Set<string>();
       let handedOver = 0;
       const worker = async (s: TestStack, w: number) => {
@@ -218,8 +211,7 @@ describe('a binding limit with workers that report and lease together', () => {
         }
       };
       await Promise.all(Array.from({ length: 24 }, (_, i) => worker(stacks[i % 3]!, i)));
-      sampling = false;
-      await sampler;
+      const max = await sampler.stop();
       expect(done.size).toBe(300);
       expect(handedOver, 'jobs leased through reports').toBeGreaterThan(50);
       expect(max, 'running jobs sampled').toBeLessThanOrEqual(5);

@@ -23,3 +23,22 @@ export async function peakOverlapIn(pool: { query<R>(text: string): Promise<{ ro
   );
   return peakOverlap(rows);
 }
+
+/** Reads `read()` every `everyMs` until stop(), which resolves with the largest value read. */
+export function sampleMax(read: () => Promise<number>, everyMs = 5): { stop(): Promise<number> } {
+  let sampling = true;
+  let max = 0;
+  const loop = (async () => {
+    while (sampling) {
+      max = Math.max(max, await read());
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  })();
+  return {
+    async stop() {
+      sampling = false;
+      await loop;
+      return max;
+    },
+  };
+}
