@@ -315,9 +315,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
       try {
         const n = queue;
         if (process.env.BENCH_JOB_AUTOVACUUM === 'off') await db.exec(`alter table job set (autovacuum_enabled = false)`); // diagnosis only
-        const reloptions = process.env.BENCH_JOB_RELOPTIONS; // diagnosis only: e.g. autovacuum_vacuum_threshold=200000
-        if (reloptions) await db.exec(`alter table job set (${reloptions})`);
-        const setup = process.env.BENCH_SETUP_SQL; // diagnosis only: e.g. drop index job_final_text_idx
+        const setup = process.env.BENCH_SETUP_SQL; // diagnosis only: e.g. alter table job set (autovacuum_vacuum_threshold = 200000)
         if (setup) await db.exec(setup);
         if (shape.history && !shape.tasksIdle) {
           // the growth template's 100,000 periodic tasks come due over the next 10 minutes, from
