@@ -466,6 +466,43 @@ const CPU_ROWS: [key: string, label: string][] = [
 ];
 const CPU_SIDES = ['main', 'jobclock', 'helpers', 'postgres', 'total'] as const;
 
+/** The growth rows, whose PostgreSQL CPU is split by process below (vacuum runs there). */
+const PG_CPU_ROWS: [key: string, label: string][] = [
+  ...CPU_ROWS,
+  ['j.base', '(j) README loop, empty table'],
+  ['j.loop', '(j) … behind the history + periodic tasks'],
+  ['j.hist', '(j) … behind the history alone'],
+  ['j.retention', '(j) … while retention deletes'],
+];
+const PG_KINDS = ['backends', 'autovacuum', 'writers', 'other'] as const;
+
+/**
+ * PostgreSQL's CPU per job by kind of process (µs, median over rounds): the client backends that
+ * run the statements, autovacuum workers, and the checkpointer, background writer and WAL writer.
+ * Shown for the rows that have it; says whether a slower row pays in its statements or beside them.
+ */
+export function summarizePgCpu(rounds: RoundResults[]): string | null {
+  const rows: string[][] = [];
+  for (const [key, label] of PG_CPU_ROWS) {
+    const kinds = PG_KINDS.map((k) => spread(values(rounds, key, (r) => r.extra?.[`cpu.pg.${k}`] ?? Number.NaN)));
+    const total = spread(values(rounds, key, (r) => r.extra?.['cpu.total'] ?? Number.NaN));
+    if (kinds.every((k) => k === null)) continue;
+    rows.push([label, ...kinds.map((k) => (k ? `${fmt(k.median)} [${fmt(k.min)}–${fmt(k.max)}]` : '—')), total ? fmt(total.median) : '—']);
+  }
+  if (rows.length === 0) return null;
+  return renderMarkdown(
+    [
+      'PostgreSQL CPU µs per job (median [min–max])',
+      'client backends',
+      'autovacuum',
+      'checkpointer + writers',
+      'other',
+      'all sides, total',
+    ],
+    rows,
+  );
+}
+
 /**
  * CPU time per job, by side (µs, median over rounds): steadier than throughput on a machine whose
  * neighbours steal time, and it says which side limits a row. `main` is the benchmark's thread: the

@@ -54,7 +54,7 @@ import {
   jobclockLimitedRunner,
   jobclockRunner,
 } from './measure/worker-protocol.js';
-import { renderTable, type RoundResults, summarize, summarizeCpu } from './report.js';
+import { renderTable, type RoundResults, summarize, summarizeCpu, summarizePgCpu } from './report.js';
 
 function envNumber(name: string, fallback: number, min: number): number {
   const raw = process.env[name];
@@ -267,6 +267,11 @@ async function main(): Promise<void> {
     const cpu = summarizeCpu(rounds);
     process.stdout.write(`\n${header}\n\n${renderTable(rows)}\n`);
     if (cpu) process.stdout.write(`\nWhere the CPU went, per job (from /proc/…/schedstat; steal time excluded):\n\n${cpu.table}\n`);
+    const pgCpu = summarizePgCpu(rounds);
+    if (pgCpu)
+      process.stdout.write(
+        `\nPostgreSQL's share by process (sampled every 250 ms, so autovacuum workers that exit are counted):\n\n${pgCpu}\n`,
+      );
 
     const outDir = path.join(repoRoot(), 'bench', 'results');
     await mkdir(outDir, { recursive: true });

@@ -19,6 +19,20 @@ export interface CpuSplit {
   helpers: number;
   /** All PostgreSQL processes: backends, WAL writer, checkpointer, … */
   postgres: number;
+  /** `postgres` by kind of process (see `pgKind`). */
+  postgresBy: Record<PgKind, number>;
+}
+
+/** What a PostgreSQL process is, from its title: client backends, autovacuum, and the writers. */
+export type PgKind = 'backends' | 'autovacuum' | 'writers' | 'other';
+const PG_KINDS: readonly PgKind[] = ['backends', 'autovacuum', 'writers', 'other'];
+
+function pgKind(cmdline: string): PgKind {
+  const title = cmdline.replace(/\0/g, ' ');
+  if (/autovacuum worker|parallel worker/.test(title)) return 'autovacuum';
+  if (/checkpointer|background writer|walwriter|wal writer/.test(title)) return 'writers';
+  if (/autovacuum launcher|logger|stats|archiver|io worker|walsummarizer/.test(title)) return 'other';
+  return /^postgres: /.test(title) ? 'backends' : 'other';
 }
 
 /** This thread's kernel id, from /proc/thread-self (null where there is no /proc). */
@@ -36,6 +50,21 @@ function onCpuNs(file: string): number {
   } catch {
     return 0; // the thread or process ended
   }
+}
+
+const kinds = new Map<number, PgKind>();
+
+function kindOf(pid: number): PgKind {
+  let k = kinds.get(pid);
+  if (k === undefined) {
+    try {
+      k = pgKind(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+    } catch {
+      k = 'other';
+    }
+    kinds.set(pid, k);
+  }
+  return k;
 }
 
 function postgresProcesses(): Map<number, number> {
@@ -76,25 +105,44 @@ export interface CpuMeter {
   stop(): CpuSplit | null;
 }
 
-/** Starts counting; `jobclockTid` is the host thread's id (null when no jobclock instance runs). */
-export function startCpuMeter(jobclockTid: number | null): CpuMeter {
+/**
+ * Starts counting; `jobclockTid` is the host thread's id (null when no jobclock instance runs).
+ * PostgreSQL's processes are sampled every `sampleMs` as well, so one that ends within the window
+ * (an autovacuum worker exits after each visit) still counts what it ran until its last sample.
+ */
+export function startCpuMeter(jobclockTid: number | null, sampleMs = 250): CpuMeter {
   let before: Snapshot | null;
   try {
     before = onCpuNs('/proc/self/schedstat') > 0 ? snapshot() : null;
   } catch {
     before = null;
   }
+  const seen = new Map<number, number>();
+  const sample = () => {
+    for (const [pid, ns] of postgresProcesses()) {
+      kindOf(pid); // while its title can still be read
+      seen.set(pid, Math.max(ns, seen.get(pid) ?? 0));
+    }
+  };
+  const timer = before ? setInterval(sample, sampleMs) : null;
+  timer?.unref();
   return {
     stop() {
+      if (timer) clearInterval(timer);
       if (!before) return null;
       const after = snapshot();
+      for (const [pid, ns] of after.postgres) seen.set(pid, Math.max(ns, seen.get(pid) ?? 0));
       const main = process.pid;
       const ms = (ns: number) => ns / 1e6;
       return {
         main: ms(gained(before.threads, after.threads, (id) => id === main)),
         jobclock: ms(gained(before.threads, after.threads, (id) => id === jobclockTid)),
         helpers: ms(gained(before.threads, after.threads, (id) => id !== main && id !== jobclockTid)),
-        postgres: ms(gained(before.postgres, after.postgres, () => true)),
+        postgres: ms(gained(before.postgres, seen, () => true)),
+        postgresBy: Object.fromEntries(PG_KINDS.map((k) => [k, ms(gained(before!.postgres, seen, (pid) => kindOf(pid) === k))])) as Record<
+          PgKind,
+          number
+        >,
       };
     },
   };
@@ -110,5 +158,6 @@ export function cpuPerJob(split: CpuSplit | null, jobs: number): Record<string, 
     'cpu.helpers': per(split.helpers),
     'cpu.postgres': per(split.postgres),
     'cpu.total': per(split.main + split.jobclock + split.helpers + split.postgres),
+    ...Object.fromEntries(PG_KINDS.map((k) => [`cpu.pg.${k}`, per(split.postgresBy[k])])),
   };
 }

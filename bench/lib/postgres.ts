@@ -10,7 +10,12 @@ import { type EmbeddedServer, startEmbedded } from '../../src/db/embedded.js';
  * synchronous_commit and full_page_writes on. Every measurement gets a fresh database copied
  * from a template that already holds the schema of the system under test.
  */
-const SETTINGS = { max_connections: '200', track_commit_timestamp: 'on' };
+const SETTINGS = {
+  max_connections: '200',
+  track_commit_timestamp: 'on',
+  // diagnosis only: e.g. BENCH_PG_SETTINGS='{"shared_buffers":"1GB"}' (printed in the header)
+  ...(JSON.parse(process.env.BENCH_PG_SETTINGS ?? '{}') as Record<string, string>),
+};
 
 export class BenchServer {
   private constructor(
