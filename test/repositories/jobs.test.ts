@@ -360,14 +360,90 @@ describe('the rest', () => {
     expect(likePattern('100%_a\\b')).toBe('%100\\%\\_a\\\\b%');
   });
 
-  it('deletes at most `limit` old final jobs per statement', async () => {
+  it('deletes at most `limit` old final jobs per statement, with their search rows', async () => {
     await tdb.db.pool.query(
       `INSERT INTO job (type, state, run_at, finished_at) SELECT 'x', 'finished', $1, $1 FROM generate_series(1, 25)`,
       [plus(-10)],
     );
+    expect(await searchRows()).toHaveLength(25);
     expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(10);
     expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(10);
     expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(5);
     expect(await jobDeleteOld(tdb.db, NOW, 10)).toBe(0);
+    expect(await searchRows()).toEqual([]);
+  });
+});
+
+/** job_search's rows (migration 0013): id and the text a content search reads. */
+const searchRows = async () =>
+  (await tdb.db.pool.query<{ id: string; text: string }>('SELECT id::text AS id, text FROM job_search ORDER BY id')).rows;
+
+describe('job_search', () => {
+  it('gets a row when a job ends, whatever ends it, and none while it is open', async () => {
+    const jobs = await jobInsertMany(
+      tdb.db,
+      [
+        row({ args: { n: 1 }, subject: 'first' }),
+        row({ args: { n: 2 }, maxAttempts: 1 }),
+        row({ args: { n: 3 }, maxAttempts: 2 }),
+        row({ args: { n: 4 } }),
+      ],
+      NOW,
+    );
+    const slots = jobs.map(() => ({ worker: 'w', leaseMs: 10_000 }));
+    const leased = (await jobLease(tdb.db, { now: NOW, slots })).leased;
+    expect(leased).toHaveLength(4);
+    expect(await searchRows()).toEqual([]); // queued, then running: not searched there
+    const token = (i: number) => leased.find((j) => j.id === jobs[i]!.id)!.leaseToken;
+    await jobReport(
+      tdb.db,
+      [
+        { id: jobs[0]!.id, leaseToken: token(0), outcome: 'finished', result: { ok: true }, jitter: 1 },
+        { id: jobs[1]!.id, leaseToken: token(1), outcome: 'failed', error: { message: 'no more tries' }, jitter: 1 },
+        { id: jobs[2]!.id, leaseToken: token(2), outcome: 'failed', error: { message: 'first try' }, retryInMs: 0, jitter: 1 },
+      ],
+      NOW,
+    );
+    // a cancel by SQL (the reaper, bulk actions and a person at psql end jobs this way too)
+    await tdb.db.pool.query(`UPDATE job SET state = 'cancelled', finished_at = $2 WHERE id = $1`, [jobs[3]!.id, NOW]);
+    const rows = await searchRows();
+    expect(rows.map((r) => r.id)).toEqual([jobs[0]!.id, jobs[1]!.id, jobs[3]!.id]); // the requeued one is open
+    expect(rows[0]!.text).toContain('first');
+    expect(rows[1]!.text).toContain('no more tries');
+  });
+
+  it('is written again when a job ends again, or its content changes while final', async () => {
+    const [job] = await jobInsertMany(tdb.db, [row({ args: { n: 1 }, maxAttempts: 1 })], NOW);
+    const fail = async (message: string) => {
+      const [l] = (await jobLease(tdb.db, { now: NOW, slots: [{ worker: 'w', leaseMs: 10_000 }] })).leased;
+      await jobReport(
+        tdb.db,
+        [{ id: l!.id, leaseToken: l!.leaseToken, outcome: 'failed', error: { message }, retryInMs: 0, jitter: 1 }],
+        NOW,
+      );
+    };
+    await fail('needle-one');
+    expect((await searchRows())[0]!.text).toContain('needle-one');
+    // retried by hand: open again, then it fails with another error
+    await tdb.db.pool.query(`UPDATE job SET state = 'queued', max_attempts = 2, lease_token = NULL WHERE id = $1`, [job!.id]);
+    await fail('needle-two');
+    const [again] = await searchRows();
+    expect(again!.text).toContain('needle-two');
+    expect(again!.text).not.toContain('needle-one');
+    await tdb.db.pool.query(`UPDATE job SET subject = 'renamed' WHERE id = $1`, [job!.id]);
+    expect((await searchRows())[0]!.text).toContain('renamed');
+    // deleted by hand: its search row goes with it
+    await tdb.db.pool.query(`DELETE FROM job WHERE id = $1`, [job!.id]);
+    expect(await searchRows()).toEqual([]);
+  });
+
+  it('gets a row for a job inserted final, and none for one inserted queued', async () => {
+    await tdb.db.pool.query(
+      `INSERT INTO job (type, state, run_at, finished_at, subject) VALUES ('x', 'finished', $1, $1, 'imported'), ('x', 'queued', $1, NULL, 'waiting')`,
+      [NOW],
+    );
+    const rows = await searchRows();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.text).toContain('imported');
   });
 });

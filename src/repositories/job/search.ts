@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import type { Job, JobState } from '../../domain/job.js';
 import { filtered, likePattern, type JobSearchFilter } from './filter.js';
@@ -55,9 +55,10 @@ async function newest(db: Executor, f: JobSearchFilter, window: { from: string }
 }
 
 /**
- * Below `floor`: final jobs, found through the job_final_* indexes (migration 0009), or the queued or
- * the running ones, walked through their own partial indexes (one state at a time: with
- * `state IN (queued, running)` the planner may read the whole table).
+ * Below `floor`: final jobs, found through the job_final_* indexes (migration 0009) and by content
+ * through job_search (migration 0013), or the queued or the running ones, walked through their own
+ * partial indexes (one state at a time: with `state IN (queued, running)` the planner may read the
+ * whole table).
  */
 async function older(
   db: Executor,
@@ -66,16 +67,41 @@ async function older(
   limit: number,
   which: 'final' | 'queued' | 'running',
 ): Promise<JobRow[]> {
-  let q = filtered(db, f)
-    .selectAll()
-    .where(sql<boolean>`id < ${floor}::bigint`);
-  if (which === 'final') {
-    q = q.where(sql<boolean>`state IN ('finished', 'failed', 'dropped', 'cancelled')`);
-    // the indexed expression, which the planner matches as written; filtered() checks each part too
-    if (f.q !== undefined && f.q !== '')
-      q = q.where(sql<boolean>`jobclock_search_text(args, subject, error) ILIKE ${likePattern(f.q)} ESCAPE '\\'`);
-  } else {
-    q = q.where('state', '=', which);
+  const below = (id: string) =>
+    filtered(db, f)
+      .selectAll()
+      .where(sql<boolean>`id < ${id}::bigint`);
+  if (which !== 'final') {
+    return (await below(floor).where('state', '=', which).orderBy('id', 'desc').limit(limit).execute()) as unknown as JobRow[];
   }
-  return (await q.orderBy('id', 'desc').limit(limit).execute()) as unknown as JobRow[];
+  const finalJobs = (id: string) => below(id).where(sql<boolean>`state IN ('finished', 'failed', 'dropped', 'cancelled')`);
+  const content: RawBuilder<boolean>[] = [];
+  if (f.argsContains !== undefined) content.push(sql<boolean>`args @> ${JSON.stringify(f.argsContains)}::jsonb`);
+  if (f.q !== undefined && f.q !== '') content.push(sql<boolean>`text ILIKE ${likePattern(f.q)} ESCAPE '\\'`);
+  if (content.length === 0) return (await finalJobs(floor).orderBy('id', 'desc').limit(limit).execute()) as unknown as JobRow[];
+
+  // By content: the newest matching ids from job_search, a batch at a time, then their jobs with the
+  // other filters (each match checked on the job row too, by filtered()). The matches are gathered
+  // through the GIN indexes before they are ordered (MATERIALIZED): left to itself, the planner may
+  // walk job_search's primary key backwards instead, testing every row, for a match that is rare.
+  const found: JobRow[] = [];
+  for (let from = floor; found.length < limit;) {
+    const { rows } = await sql<{ id: string }>`
+      WITH m AS MATERIALIZED (SELECT id FROM job_search WHERE id < ${from}::bigint AND ${sql.join(content, sql` AND `)})
+      SELECT id FROM m ORDER BY id DESC LIMIT ${SEARCH_BATCH}`.execute(db.kysely);
+    if (rows.length === 0) break;
+    const ids = rows.map((r) => String(r.id));
+    const jobs = (await finalJobs(from)
+      .where(sql<boolean>`id = ANY (${ids}::bigint[])`)
+      .orderBy('id', 'desc')
+      .limit(limit - found.length)
+      .execute()) as unknown as JobRow[];
+    found.push(...jobs);
+    if (rows.length < SEARCH_BATCH) break;
+    from = ids[ids.length - 1]!;
+  }
+  return found;
 }
+
+/** How many ids a content search takes from job_search at a time. */
+const SEARCH_BATCH = 500;
