@@ -322,10 +322,12 @@ export class JobService {
 
   async list(req: JobListRequest): Promise<{ items: Job[]; nextCursor: string | null }> {
     const beforeId = req.cursor === undefined ? undefined : decodeCursor('j', req.cursor, isJobId);
-    const items = await jobSearch(this.db, { ...req, beforeId, limit: req.limit + 1 });
+    const { jobs: items, resumeBelow } = await jobSearch(this.db, { ...req, beforeId, limit: req.limit + 1 });
     const more = items.length > req.limit;
     if (more) items.length = req.limit;
-    return { items, nextCursor: more ? encodeCursor('j', items[items.length - 1]!.id) : null };
+    // a content search behind a large backlog may end a page early, and says where to go on
+    const next = more ? items[items.length - 1]!.id : resumeBelow;
+    return { items, nextCursor: next === null ? null : encodeCursor('j', next) };
   }
 
   private jobOrThrow(id: string, r: ChangeResult | { outcome: 'unique_conflict' }, what: string, allowed: string): Job {

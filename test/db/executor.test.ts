@@ -100,7 +100,7 @@ async function useEverything(tx: Executor): Promise<void> {
   // prepared statements write, Kysely reads (and the other way round) on the one connection
   const one = (await jobInsert(tx, row({ uniqueKey: 'u1' }), NOW))!;
   const many = await jobInsertMany(tx, [row(), row({ uniqueKey: 'u2' }), row({ runAt: later(60_000) })], NOW);
-  expect((await jobSearch(tx, { type: 'port', limit: 10 })).map((j) => j.id).sort()).toEqual([one, ...many].map((j) => j!.id).sort());
+  expect((await jobSearch(tx, { type: 'port', limit: 10 })).jobs.map((j) => j.id).sort()).toEqual([one, ...many].map((j) => j!.id).sort());
   expect([...(await jobFindOpenByUniqueKeys(tx, ['u1', 'u2'])).keys()].sort()).toEqual(['u1', 'u2']);
   expect(await jobEarliestFutureRunAt(tx, NOW)).toEqual(later(60_000));
 

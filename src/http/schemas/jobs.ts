@@ -200,7 +200,15 @@ export function jobDto(job: Job): JobDto {
 export const JobListSchema = z
   .object({
     items: z.array(JobSchema),
-    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+    nextCursor: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'Pass as `cursor` for the next page; null on the last page. A content search (`q`, `argsContains`) behind ' +
+          'a large backlog of queued jobs may end a page early, with fewer items than `limit` (even none) and a ' +
+          'nextCursor: every job above it was looked at, and the next page goes on below it.',
+      }),
   })
   .meta({ id: 'JobList' });
 

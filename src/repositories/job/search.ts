@@ -12,10 +12,29 @@ import { jobFromRow, type JobRow } from './row.js';
  */
 export const RECENT_WINDOW = 10_000;
 
+/**
+ * How many queued jobs older than the window a content search (q, argsContains) checks row by row
+ * for one page. Open jobs have no content index (every enqueue would pay it), so a backlog of
+ * hundreds of thousands would take seconds to walk; a page stops after these and says where to go
+ * on (see JobSearchPage.resumeBelow).
+ */
+export const QUEUED_WALK = 10_000;
+
 const FINAL_STATES: readonly JobState[] = ['finished', 'failed', 'dropped', 'cancelled'];
 
-/** Newest first (id descending). Returns up to `limit` jobs. */
-export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<Job[]> {
+export interface JobSearchPage {
+  /** Newest first (id descending), up to `limit`. */
+  jobs: Job[];
+  /**
+   * Set when the page holds fewer than `limit` jobs only because its walk of queued jobs stopped
+   * (QUEUED_WALK): every job at or above this id was looked at, and the next page goes on below it.
+   */
+  resumeBelow: string | null;
+}
+
+/** Newest first (id descending): up to `limit` jobs. */
+export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<JobSearchPage> {
+  const page = (jobs: JobRow[], resumeBelow: string | null = null): JobSearchPage => ({ jobs: jobs.map(jobFromRow), resumeBelow });
   // Filters a rare value of which must not mean a walk through the whole history. (state has its
   // own indexes for the rare states; periodicTaskId has job_task_idx.)
   const selective =
@@ -24,7 +43,7 @@ export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<Job[]
     f.type !== undefined ||
     f.group !== undefined ||
     f.worker !== undefined;
-  if (!selective || f.periodicTaskId !== undefined) return (await newest(db, f, null)).map(jobFromRow);
+  if (!selective || f.periodicTaskId !== undefined) return page(await newest(db, f, null));
 
   // 1. The newest RECENT_WINDOW jobs (before the cursor), filtered row by row.
   const before = f.beforeId === undefined ? sql`true` : sql<boolean>`id < ${f.beforeId}::bigint`;
@@ -32,18 +51,30 @@ export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<Job[]
     SELECT id FROM job WHERE ${before} ORDER BY id DESC OFFSET ${RECENT_WINDOW - 1} LIMIT 1`.execute(db.kysely);
   const floor = edge[0]?.id ?? null;
   const recent = await newest(db, f, floor === null ? null : { from: floor });
-  if (recent.length === f.limit || floor === null) return recent.map(jobFromRow);
+  if (recent.length === f.limit || floor === null) return page(recent);
 
-  // 2. Older than the window: final jobs through their content indexes, open jobs (few) beside them.
+  // 2. Older than the window: final jobs through their indexes, open jobs beside them. A content
+  // search walks at most QUEUED_WALK queued jobs; past them it shows only what lies above the last
+  // one it looked at, so that nothing older comes before a match it has not reached yet.
   const left = f.limit - recent.length;
   const states: ('final' | 'queued' | 'running')[] =
     f.state === undefined ? ['final', 'queued', 'running'] : [FINAL_STATES.includes(f.state) ? 'final' : (f.state as 'queued' | 'running')];
-  const parts = states.map((which) => older(db, f, floor, left, which));
+  const content = (f.q !== undefined && f.q !== '') || f.argsContains !== undefined;
+  const stop = content && states.includes('queued') ? await queuedWalkEnd(db, floor) : null;
+  const parts = states.map((which) => older(db, f, floor, stop, left, which));
   const rest = (await Promise.all(parts))
     .flat()
     .sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : -1))
     .slice(0, left);
-  return [...recent, ...rest].map(jobFromRow);
+  return page([...recent, ...rest], stop !== null && rest.length < left ? stop : null);
+}
+
+/** The id of the QUEUED_WALK-th queued job below `floor`, newest first; null when there are fewer. */
+async function queuedWalkEnd(db: Executor, floor: string): Promise<string | null> {
+  const { rows } = await sql<{ id: string }>`
+    SELECT id FROM job WHERE state = 'queued' AND id < ${floor}::bigint
+     ORDER BY id DESC OFFSET ${QUEUED_WALK - 1} LIMIT 1`.execute(db.kysely);
+  return rows[0] ? String(rows[0].id) : null;
 }
 
 /** The filter's jobs newest first, all of them or only those at or above `window.from`. */
@@ -55,22 +86,25 @@ async function newest(db: Executor, f: JobSearchFilter, window: { from: string }
 }
 
 /**
- * Below `floor`: final jobs, found through the job_final_* indexes (migration 0009) and by content
- * through job_search (migration 0013), or the queued or the running ones, walked through their own
- * partial indexes (one state at a time: with `state IN (queued, running)` the planner may read the
- * whole table).
+ * Below `floor` (and at or above `stop`, when set): final jobs, found through the job_final_*
+ * indexes (migration 0009) and by content through job_search (migration 0013), or the queued or the
+ * running ones, walked through their own partial indexes (one state at a time: with
+ * `state IN (queued, running)` the planner may read the whole table).
  */
 async function older(
   db: Executor,
   f: JobSearchFilter,
   floor: string,
+  stop: string | null,
   limit: number,
   which: 'final' | 'queued' | 'running',
 ): Promise<JobRow[]> {
-  const below = (id: string) =>
-    filtered(db, f)
+  const below = (id: string) => {
+    const q = filtered(db, f)
       .selectAll()
       .where(sql<boolean>`id < ${id}::bigint`);
+    return stop === null ? q : q.where(sql<boolean>`id >= ${stop}::bigint`);
+  };
   if (which !== 'final') {
     return (await below(floor).where('state', '=', which).orderBy('id', 'desc').limit(limit).execute()) as unknown as JobRow[];
   }
@@ -87,7 +121,9 @@ async function older(
   const found: JobRow[] = [];
   for (let from = floor; found.length < limit;) {
     const { rows } = await sql<{ id: string }>`
-      WITH m AS MATERIALIZED (SELECT id FROM job_search WHERE id < ${from}::bigint AND ${sql.join(content, sql` AND `)})
+      WITH m AS MATERIALIZED (
+        SELECT id FROM job_search WHERE id < ${from}::bigint AND ${stop === null ? sql`true` : sql`id >= ${stop}::bigint`}
+           AND ${sql.join(content, sql` AND `)})
       SELECT id FROM m ORDER BY id DESC LIMIT ${SEARCH_BATCH}`.execute(db.kysely);
     if (rows.length === 0) break;
     const ids = rows.map((r) => String(r.id));

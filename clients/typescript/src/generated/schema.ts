@@ -4325,12 +4325,12 @@ export interface components {
         };
         JobList: {
             items: components["schemas"]["Job"][];
-            /** @description Pass as `cursor` for the next page; null on the last page. */
+            /** @description Pass as `cursor` for the next page; null on the last page. A content search (`q`, `argsContains`) behind a large backlog of queued jobs may end a page early, with fewer items than `limit` (even none) and a nextCursor: every job above it was looked at, and the next page goes on below it. */
             nextCursor: string | null;
         };
         JobListInput: {
             items: components["schemas"]["JobInput"][];
-            /** @description Pass as `cursor` for the next page; null on the last page. */
+            /** @description Pass as `cursor` for the next page; null on the last page. A content search (`q`, `argsContains`) behind a large backlog of queued jobs may end a page early, with fewer items than `limit` (even none) and a nextCursor: every job above it was looked at, and the next page goes on below it. */
             nextCursor: string | null;
         };
         JobType: {
