@@ -132,7 +132,7 @@ const views = {
         refused
           ? ''
           : page.items.length === 0
-            ? '<p class="muted" id="no-jobs">No job matches.</p>'
+            ? `<p class="muted" id="no-jobs">${page.nextCursor ? 'No job matches in this part.' : 'No job matches.'}</p>`
             : `<table id="jobs"><thead><tr><th>id</th><th>type</th><th>group</th><th>state</th><th class="num">attempts</th><th>run at</th><th>created</th><th>error</th></tr></thead><tbody>
         ${page.items
           .map(
@@ -143,6 +143,11 @@ const views = {
             <td>${time(j.runAt)}</td><td>${time(j.createdAt)}</td><td class="clip">${j.error ? esc(JSON.stringify(j.error)) : ''}</td></tr>`,
           )
           .join('')}</tbody></table>`
+      }
+      ${
+        page.nextCursor && page.items.length < 50
+          ? '<p class="muted" id="ended-early">This page ended early: a text or args search looks through a large backlog of queued jobs a part at a time. There may be more matches on the next page.</p>'
+          : ''
       }
       <p>${cursor ? `<a href="#/jobs${esc(qs(filter))}">First page</a> ` : ''}${page.nextCursor ? `<a id="next-page" href="#/jobs${esc(qs({ ...filter, cursor: page.nextCursor }))}">Next page →</a>` : ''}</p>`;
   },

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../support/db.js';
 import type { TestStack } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
+import { QUEUED_WALK, RECENT_WINDOW } from '../../src/repositories/job/search.js';
 import { CHROMIUM, launch, open, screenshot } from './support.js';
 
 let tdb: TestDatabase;
@@ -186,5 +187,27 @@ describe.skipIf(!CHROMIUM)('the console', () => {
     expect((await fetch(`${base}/ui/nope.js`)).status).toBe(404);
     const doc = await call('GET', '/openapi.json');
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/ui'))).toEqual([]);
+  });
+
+  it('a text search behind a large backlog says a page ended early, and Next page goes on to the match', async () => {
+    // the match oldest, then more queued jobs than one page walks below the newest 10,000
+    await call('POST', '/jobs', { type: 'ui.backlog', args: { needle: 'haystack-needle-7' } });
+    await tdb.db.pool.query(
+      `INSERT INTO job (type, args, state, run_at) SELECT 'ui.filler', jsonb_build_object('n', g), 'queued', now() + interval '1 hour'
+         FROM generate_series(1, $1::int) g`,
+      [QUEUED_WALK + RECENT_WINDOW + 2_000],
+    );
+    try {
+      await open(page, base, '#/jobs?q=haystack-needle-7');
+      expect(await page.locator('#ended-early').count()).toBe(1);
+      await screenshot(page, 'jobs-ended-early');
+      await page.click('#next-page');
+      await page.waitForSelector('#jobs tr[data-id]');
+      expect(await page.locator('#jobs tr[data-id] td:nth-child(2)').allTextContents()).toEqual(['ui.backlog']);
+      expect(await page.locator('#ended-early').count()).toBe(0);
+      expect(await page.locator('#next-page').count()).toBe(0);
+    } finally {
+      await tdb.db.pool.query(`DELETE FROM job WHERE type = 'ui.filler'`);
+    }
   });
 });
