@@ -116,14 +116,17 @@ async function older(
 
   // By content: the newest matching ids from job_search, a batch at a time, then their jobs with the
   // other filters (each match checked on the job row too, by filtered()). The matches are gathered
-  // through the GIN indexes before they are ordered (MATERIALIZED): left to itself, the planner may
-  // walk job_search's primary key backwards instead, testing every row, for a match that is rare.
+  // through the GIN indexes before they are ordered (MATERIALIZED), and the id bounds are written
+  // `id + 0` so that they cannot be read from the primary key: left to itself, the planner walks
+  // job_search's primary key (backwards, or over the id range) testing every row, which for a rare
+  // match behind 10 million jobs took seconds.
   const found: JobRow[] = [];
   for (let from = floor; found.length < limit;) {
     const { rows } = await sql<{ id: string }>`
       WITH m AS MATERIALIZED (
-        SELECT id FROM job_search WHERE id < ${from}::bigint AND ${stop === null ? sql`true` : sql`id >= ${stop}::bigint`}
-           AND ${sql.join(content, sql` AND `)})
+        SELECT id FROM job_search
+         WHERE ${sql.join(content, sql` AND `)}
+           AND id + 0 < ${from}::bigint AND ${stop === null ? sql`true` : sql`id + 0 >= ${stop}::bigint`})
       SELECT id FROM m ORDER BY id DESC LIMIT ${SEARCH_BATCH}`.execute(db.kysely);
     if (rows.length === 0) break;
     const ids = rows.map((r) => String(r.id));
