@@ -60,8 +60,11 @@ export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<JobSe
   const states: ('final' | 'queued' | 'running')[] =
     f.state === undefined ? ['final', 'queued', 'running'] : [FINAL_STATES.includes(f.state) ? 'final' : (f.state as 'queued' | 'running')];
   const content = (f.q !== undefined && f.q !== '') || f.argsContains !== undefined;
-  const stop = content && states.includes('queued') ? await queuedWalkEnd(db, floor) : null;
-  const parts = states.map((which) => older(db, f, floor, stop, left, which));
+  const walk = content && states.includes('queued') ? await queuedWalk(db, floor) : null;
+  const stop = walk?.stop ?? null;
+  const parts = states.map((which) =>
+    which === 'queued' && walk ? walked(db, f, walk.ids, left) : older(db, f, floor, stop, left, which),
+  );
   const rest = (await Promise.all(parts))
     .flat()
     .sort((a, b) => (BigInt(b.id) > BigInt(a.id) ? 1 : -1))
@@ -69,12 +72,30 @@ export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<JobSe
   return page([...recent, ...rest], stop !== null && rest.length < left ? stop : null);
 }
 
-/** The id of the QUEUED_WALK-th queued job below `floor`, newest first; null when there are fewer. */
-async function queuedWalkEnd(db: Executor, floor: string): Promise<string | null> {
+/**
+ * The newest QUEUED_WALK queued jobs below `floor` (their ids), and where the walk stopped: the last
+ * of them when there are more, null when these are all. (Read from the lease's partial indexes,
+ * which hold the queued jobs only, and sorted: `id + 0`, since a walk of the primary key, which the
+ * planner may prefer for the order, would step over the history between them.)
+ */
+async function queuedWalk(db: Executor, floor: string): Promise<{ ids: string[]; stop: string | null }> {
   const { rows } = await sql<{ id: string }>`
     SELECT id FROM job WHERE state = 'queued' AND id < ${floor}::bigint
-     ORDER BY id DESC OFFSET ${QUEUED_WALK - 1} LIMIT 1`.execute(db.kysely);
-  return rows[0] ? String(rows[0].id) : null;
+     ORDER BY id + 0 DESC LIMIT ${QUEUED_WALK}`.execute(db.kysely);
+  const ids = rows.map((r) => String(r.id));
+  return { ids, stop: ids.length === QUEUED_WALK ? ids[ids.length - 1]! : null };
+}
+
+/** The filter's queued jobs among `ids`, newest first. */
+async function walked(db: Executor, f: JobSearchFilter, ids: string[], limit: number): Promise<JobRow[]> {
+  if (ids.length === 0) return [];
+  return (await filtered(db, f)
+    .selectAll()
+    .where('state', '=', 'queued')
+    .where(sql<boolean>`id = ANY (${ids}::bigint[])`)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute()) as unknown as JobRow[];
 }
 
 /** The filter's jobs newest first, all of them or only those at or above `window.from`. */
