@@ -112,10 +112,9 @@ export class Templates {
       );
       const defs = indexes as { name: string; def: string }[];
       for (const { name } of defs) await db.exec(`drop index ${name}`);
-      // the final rows' search rows are written in bulk below, not by the trigger row by row
-      await db.exec('alter table job disable trigger job_search_on_insert');
-      await db.exec(
-        `insert into job (type, group_, args, subject, state, run_at, attempts, max_attempts, worker,
+      await insertFinalJobs(db, () =>
+        db.exec(
+          `insert into job (type, group_, args, subject, state, run_at, attempts, max_attempts, worker,
                           started_at, finished_at, result, error, created_at, updated_at)
          select case when g % 100000 = 7 then 'hist-rare' else 'hist-' || (g % 20) end, 'customer:' || (g % 1000),
                 jsonb_build_object('n', g, 'customer', 'c-' || (g % 100000)), 'order ' || g,
@@ -126,13 +125,8 @@ export class Templates {
                 t, t + interval '20 ms'
            from generate_series(1, $1::bigint) g,
                 lateral (select now() - interval '6 days' + (g % 500000) * interval '1 s' as t) x`,
-        [history],
-      );
-      await db.exec('alter table job enable trigger job_search_on_insert');
-      await db.exec(
-        `insert into job_search (id, args, text)
-         select id, args, jobclock_search_text(args, subject, error) from job
-          where state in ('finished', 'failed', 'dropped', 'cancelled')`,
+          [history],
+        ),
       );
       this.log(`  history: ${history.toLocaleString('en-US')} rows inserted in ${Math.round((performance.now() - started) / 1000)} s`);
       await db.exec(`set maintenance_work_mem = '1GB'`);
@@ -155,23 +149,17 @@ export class Templates {
   jobclockExpired(expired: number, queue = this.jobs): Promise<string> {
     return this.once(`jobclock+expired${expired}+${queue}`, async () => {
       const db = await this.server.createDatabase(await this.jobclockJobs(1, queue), `tpl_jobclock_expired_${queue}`);
-      // their search rows in bulk afterwards, not by the trigger row by row
-      await db.exec('alter table job disable trigger job_search_on_insert');
-      for (let done = 0; done < expired; done += 500_000) {
-        await db.exec(
-          `insert into job (type, args, state, run_at, attempts, max_attempts, worker, started_at, finished_at, result, created_at, updated_at)
+      await insertFinalJobs(db, async () => {
+        for (let done = 0; done < expired; done += 500_000) {
+          await db.exec(
+            `insert into job (type, args, state, run_at, attempts, max_attempts, worker, started_at, finished_at, result, created_at, updated_at)
            select 'old-' || (g % 20), jsonb_build_object('n', g), 'finished', t, 1, 1, 'w-' || (g % 50), t, t, '{"ok":true}', t, t
              from generate_series($1::bigint, $2::bigint) g,
                   lateral (select now() - interval '30 days' + (g % 500000) * interval '1 s' as t) x`,
-          [done + 1, Math.min(expired, done + 500_000)],
-        );
-      }
-      await db.exec('alter table job enable trigger job_search_on_insert');
-      await db.exec(
-        `insert into job_search (id, args, text)
-         select id, args, jobclock_search_text(args, subject, error) from job
-          where state in ('finished', 'failed', 'dropped', 'cancelled')`,
-      );
+            [done + 1, Math.min(expired, done + 500_000)],
+          );
+        }
+      });
       await db.exec('vacuum (analyze) job');
       await db.exec('vacuum (analyze) job_search');
       return db;
@@ -258,4 +246,22 @@ export class Templates {
       return db;
     });
   }
+}
+
+/**
+ * Runs `insert`, which adds final jobs in bulk, with the row trigger that writes their search rows
+ * one by one switched off, and writes those rows afterwards in one statement (migration 0013).
+ */
+async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>): Promise<void> {
+  await db.exec('alter table job disable trigger job_search_on_insert');
+  try {
+    await insert();
+  } finally {
+    await db.exec('alter table job enable trigger job_search_on_insert');
+  }
+  await db.exec(
+    `insert into job_search (id, args, text)
+     select id, args, jobclock_search_text(args, subject, error) from job
+      where state in ('finished', 'failed', 'dropped', 'cancelled')`,
+  );
 }

@@ -32,17 +32,15 @@ export interface JobSearchPage {
   resumeBelow: string | null;
 }
 
+/** Whether the filter searches content (q, argsContains), which open jobs have no index for. */
+const searchesContent = (f: JobSearchFilter): boolean => (f.q !== undefined && f.q !== '') || f.argsContains !== undefined;
+
 /** Newest first (id descending): up to `limit` jobs. */
 export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<JobSearchPage> {
   const page = (jobs: JobRow[], resumeBelow: string | null = null): JobSearchPage => ({ jobs: jobs.map(jobFromRow), resumeBelow });
   // Filters a rare value of which must not mean a walk through the whole history. (state has its
   // own indexes for the rare states; periodicTaskId has job_task_idx.)
-  const selective =
-    (f.q !== undefined && f.q !== '') ||
-    f.argsContains !== undefined ||
-    f.type !== undefined ||
-    f.group !== undefined ||
-    f.worker !== undefined;
+  const selective = searchesContent(f) || f.type !== undefined || f.group !== undefined || f.worker !== undefined;
   if (!selective || f.periodicTaskId !== undefined) return page(await newest(db, f, null));
 
   // 1. The newest RECENT_WINDOW jobs (before the cursor), filtered row by row.
@@ -59,8 +57,7 @@ export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<JobSe
   const left = f.limit - recent.length;
   const states: ('final' | 'queued' | 'running')[] =
     f.state === undefined ? ['final', 'queued', 'running'] : [FINAL_STATES.includes(f.state) ? 'final' : (f.state as 'queued' | 'running')];
-  const content = (f.q !== undefined && f.q !== '') || f.argsContains !== undefined;
-  const walk = content && states.includes('queued') ? await queuedWalk(db, floor) : null;
+  const walk = searchesContent(f) && states.includes('queued') ? await queuedWalk(db, floor) : null;
   const stop = walk?.stop ?? null;
   const parts = states.map((which) =>
     which === 'queued' && walk ? walked(db, f, walk.ids, left) : older(db, f, floor, stop, left, which),
