@@ -52,9 +52,8 @@ function onCpuNs(file: string): number {
   }
 }
 
-const kinds = new Map<number, PgKind>();
-
-function kindOf(pid: number): PgKind {
+/** The kind of process `pid` is, read once per meter into `kinds` (a pid may be reused later). */
+function kindOf(kinds: Map<number, PgKind>, pid: number): PgKind {
   let k = kinds.get(pid);
   if (k === undefined) {
     try {
@@ -118,9 +117,10 @@ export function startCpuMeter(jobclockTid: number | null, sampleMs = 250): CpuMe
     before = null;
   }
   const seen = new Map<number, number>();
+  const kinds = new Map<number, PgKind>();
   const sample = () => {
     for (const [pid, ns] of postgresProcesses()) {
-      kindOf(pid); // while its title can still be read
+      kindOf(kinds, pid); // while its title can still be read
       seen.set(pid, Math.max(ns, seen.get(pid) ?? 0));
     }
   };
@@ -134,15 +134,17 @@ export function startCpuMeter(jobclockTid: number | null, sampleMs = 250): CpuMe
       for (const [pid, ns] of after.postgres) seen.set(pid, Math.max(ns, seen.get(pid) ?? 0));
       const main = process.pid;
       const ms = (ns: number) => ns / 1e6;
+      const start = before.postgres;
+      const postgresBy = Object.fromEntries(PG_KINDS.map((k) => [k, ms(gained(start, seen, (pid) => kindOf(kinds, pid) === k))])) as Record<
+        PgKind,
+        number
+      >;
       return {
         main: ms(gained(before.threads, after.threads, (id) => id === main)),
         jobclock: ms(gained(before.threads, after.threads, (id) => id === jobclockTid)),
         helpers: ms(gained(before.threads, after.threads, (id) => id !== main && id !== jobclockTid)),
-        postgres: ms(gained(before.postgres, seen, () => true)),
-        postgresBy: Object.fromEntries(PG_KINDS.map((k) => [k, ms(gained(before!.postgres, seen, (pid) => kindOf(pid) === k))])) as Record<
-          PgKind,
-          number
-        >,
+        postgres: PG_KINDS.reduce((sum, k) => sum + postgresBy[k], 0),
+        postgresBy,
       };
     },
   };
