@@ -1,3 +1,5 @@
+import { sleep } from './wait.js';
+
 /**
  * The most jobs that ran at one instant, from their own startedAt..finishedAt: an interval that
  * ends when another starts does not overlap it (a slot passed on at one instant).
@@ -31,7 +33,7 @@ export function sampleMax(read: () => Promise<number>, everyMs = 5): { stop(): P
   const loop = (async () => {
     while (sampling) {
       max = Math.max(max, await read());
-      await new Promise((r) => setTimeout(r, everyMs));
+      await sleep(everyMs);
     }
   })();
   return {
