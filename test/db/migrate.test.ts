@@ -2,7 +2,8 @@
 import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
+import { createDb, ensureDatabase } from '../../src/db/database.js';
 import { migrateToLatest, migrationsDir } from '../../src/db/migrate.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
@@ -58,4 +59,28 @@ it('records the checksums of a database migrated before they were kept, at its n
     f.startsWith('0002_') ? text.replace('DROP INDEX job_state_idx;', 'DROP INDEX job_state_idx ;') : text,
   );
   await expect(migrateToLatest(tdb.db.kysely, dir)).rejects.toThrow(/migration 0002_lighter_job_transitions was changed/);
+});
+
+it('0013 carries the content of the final jobs already there into job_search, and drops the GINs on job', async () => {
+  const name = `jt_m13_${Date.now()}`;
+  const url = await ensureDatabase(inject('adminUrl'), name);
+  const db = createDb({ url, poolSize: 2 });
+  try {
+    const before = await copyMigrations('to-0012', (_f, text) => text);
+    for (const f of await readdir(before)) if (f >= '0013') await rm(path.join(before, f));
+    await migrateToLatest(db.kysely, before);
+    await db.pool.query(
+      `INSERT INTO job (type, args, subject, state, run_at, finished_at) VALUES
+         ('t', '{"customer":"kept"}', 'ended', 'finished', now(), now()), ('t', '{"customer":"open"}', 'waiting', 'queued', now(), NULL)`,
+    );
+    await migrateToLatest(db.kysely);
+    const { rows } = await db.pool.query<{ args: unknown; text: string }>('SELECT args, text FROM job_search');
+    expect(rows).toEqual([{ args: { customer: 'kept' }, text: expect.stringContaining('ended') as unknown }]);
+    const gins = await db.pool.query(`SELECT 1 FROM pg_indexes WHERE indexname IN ('job_final_args_idx', 'job_final_text_idx')`);
+    expect(gins.rowCount).toBe(0);
+  } finally {
+    await db.destroy();
+    const a = createDb({ url: inject('adminUrl'), poolSize: 1 });
+    await a.pool.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).finally(() => a.destroy());
+  }
 });
