@@ -3,6 +3,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { pino } from 'pino';
 import { type EmbeddedServer, startEmbedded } from '../../src/db/embedded.js';
 
 /**
@@ -16,6 +17,15 @@ const SETTINGS = {
   // diagnosis only: e.g. BENCH_PG_SETTINGS='{"shared_buffers":"1GB"}' (printed in the header)
   ...(JSON.parse(process.env.BENCH_PG_SETTINGS ?? '{}') as Record<string, string>),
 };
+
+/**
+ * BENCH_PG_LOG=<file>: the server's own log written there (diagnosis only, e.g. with auto_explain
+ * loaded through BENCH_PG_SETTINGS; logging_collector cannot be used, since the server's start is
+ * recognised by its log on stderr).
+ */
+const serverLog = process.env.BENCH_PG_LOG
+  ? pino({ level: 'debug' }, pino.destination({ dest: process.env.BENCH_PG_LOG, sync: false }))
+  : undefined;
 
 export class BenchServer {
   private constructor(
@@ -40,7 +50,11 @@ export class BenchServer {
     let embedded: EmbeddedServer;
     try {
       try {
-        embedded = await startEmbedded({ dataDir, settings: { ...SETTINGS, shared_preload_libraries: 'pg_stat_statements' } });
+        embedded = await startEmbedded({
+          dataDir,
+          logger: serverLog,
+          settings: { ...SETTINGS, shared_preload_libraries: 'pg_stat_statements' },
+        });
         const server = new BenchServer(embedded, tmp, embedded.url, 'pg_stat_statements');
         try {
           await server.admin((c) => c.query('create extension if not exists pg_stat_statements'));
@@ -51,7 +65,7 @@ export class BenchServer {
       } catch {
         // no pg_stat_statements in these server binaries: start without it
       }
-      embedded = await startEmbedded({ dataDir, settings: { ...SETTINGS, shared_preload_libraries: '' } });
+      embedded = await startEmbedded({ dataDir, logger: serverLog, settings: { ...SETTINGS, shared_preload_libraries: '' } });
       return new BenchServer(embedded, tmp, embedded.url, 'pg_stat_database');
     } catch (err) {
       await rm(tmp, { recursive: true, force: true });

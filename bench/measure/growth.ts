@@ -126,6 +126,7 @@ export const HOT_INDEXES = [
   'job_fair_idx',
   'job_fair_type_idx',
   'job_queued_run_at_idx',
+  'job_queued_id_idx',
   'job_lease_expiry_idx',
   'job_finished_idx',
 ];

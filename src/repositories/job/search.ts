@@ -71,14 +71,14 @@ export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<JobSe
 
 /**
  * The newest QUEUED_WALK queued jobs below `floor` (their ids), and where the walk stopped: the last
- * of them when there are more, null when these are all. (Read from the lease's partial indexes,
- * which hold the queued jobs only, and sorted: `id + 0`, since a walk of the primary key, which the
- * planner may prefer for the order, would step over the history between them.)
+ * of them when there are more, null when these are all. (One backward scan of job_queued_id_idx,
+ * migration 0014, which holds the queued jobs only: a walk of the primary key would step over the
+ * history between them.)
  */
 async function queuedWalk(db: Executor, floor: string): Promise<{ ids: string[]; stop: string | null }> {
   const { rows } = await sql<{ id: string }>`
     SELECT id FROM job WHERE state = 'queued' AND id < ${floor}::bigint
-     ORDER BY id + 0 DESC LIMIT ${QUEUED_WALK}`.execute(db.kysely);
+     ORDER BY id DESC LIMIT ${QUEUED_WALK}`.execute(db.kysely);
   const ids = rows.map((r) => String(r.id));
   return { ids, stop: ids.length === QUEUED_WALK ? ids[ids.length - 1]! : null };
 }
