@@ -306,7 +306,7 @@ export async function taskAdvanceAndSubmit(db: Executor, w: BatchWrite, now: Dat
                     ${s.map((i) => i.runTolerance)}::bigint[]) AS x(task_id, slot, timebox, run_interval, run_tolerance)
         CROSS JOIN LATERAL (SELECT task, group_, args, subject, submitter, priority, id
                               FROM periodic_task WHERE id = x.task_id OFFSET 0) t
-      ${w.skipExisting ? sql`ON CONFLICT (periodic_task_id, scheduled_at) DO NOTHING` : sql``}
+      ${w.skipExisting ? sql`ON CONFLICT (periodic_task_id, scheduled_at) WHERE periodic_task_id IS NOT NULL DO NOTHING` : sql``}
       RETURNING id, periodic_task_id, scheduled_at
     )
     SELECT 'job' AS kind, id, periodic_task_id, scheduled_at FROM inserted

@@ -32,7 +32,7 @@ export async function jobSubmitSlots(
       CROSS JOIN periodic_task t
      WHERE t.id = ${taskId}
      ORDER BY x.slot
-    ON CONFLICT (periodic_task_id, scheduled_at) DO NOTHING
+    ON CONFLICT (periodic_task_id, scheduled_at) WHERE periodic_task_id IS NOT NULL DO NOTHING
     RETURNING *`.execute(db.kysely);
   return rows.map(jobFromRow).sort((a, b) => (a.scheduledAt?.getTime() ?? 0) - (b.scheduledAt?.getTime() ?? 0));
 }
