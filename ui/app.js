@@ -7,6 +7,8 @@ const notice = document.getElementById('notice');
 
 const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 const enc = encodeURIComponent;
+/** Jobs per page of the jobs view: a page with fewer and a next cursor ended early (see the README). */
+const JOBS_PAGE = 50;
 
 function ago(iso) {
   if (!iso) return '—';
@@ -107,7 +109,7 @@ const views = {
     let page;
     let refused = '';
     try {
-      page = await get(`/jobs${qs({ ...filter, limit: 50, cursor })}`);
+      page = await get(`/jobs${qs({ ...filter, limit: JOBS_PAGE, cursor })}`);
     } catch (err) {
       // a filter the API refuses (400) is shown beside the form, so it can be corrected
       if (!(err instanceof ApiError) || err.status !== 400) throw err;
@@ -145,7 +147,7 @@ const views = {
           .join('')}</tbody></table>`
       }
       ${
-        page.nextCursor && page.items.length < 50
+        page.nextCursor && page.items.length < JOBS_PAGE
           ? '<p class="muted" id="ended-early">This page ended early: a text or args search looks through a large backlog of queued jobs a part at a time. There may be more matches on the next page.</p>'
           : ''
       }
