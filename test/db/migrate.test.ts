@@ -88,19 +88,22 @@ it('0013 carries the content of the final jobs already there into job_search, an
 it('0015: one job per task and slot, held by an index that holds the jobs of tasks only', async () => {
   const db = tdb.db.pool;
   await db.query(`INSERT INTO periodic_task (id, task, timer, created, updated) VALUES ('m15', 'tick', 'every 1h', now(), now())`);
-  const slot = '2026-11-20T00:00:00.000Z';
-  await db.query(`INSERT INTO job (type, run_at, periodic_task_id, scheduled_at) VALUES ('tick', $1, 'm15', $1)`, [slot]);
-  const err = await db.query(`INSERT INTO job (type, run_at, periodic_task_id, scheduled_at) VALUES ('tick', $1, 'm15', $1)`, [slot]).then(
-    () => null,
-    (e: unknown) => e as { code?: string; constraint?: string },
-  );
-  expect(err).toMatchObject({ code: '23505', constraint: 'job_periodic_slot_key' });
-  // jobs of no task: any number, and no entries in the index
-  await db.query(`INSERT INTO job (type, run_at) SELECT 'plain', now() FROM generate_series(1, 3)`);
-  const { rows } = await db.query<{ def: string }>(`SELECT pg_get_indexdef('job_periodic_slot_key'::regclass) AS def`);
-  expect(rows[0]!.def).toMatch(
-    /UNIQUE INDEX job_periodic_slot_key ON public\.job USING btree \(periodic_task_id, scheduled_at\) WHERE \(periodic_task_id IS NOT NULL\)/,
-  );
-  await db.query(`DELETE FROM job WHERE periodic_task_id = 'm15' OR type = 'plain'`);
-  await db.query(`DELETE FROM periodic_task WHERE id = 'm15'`);
+  try {
+    const slot = '2026-11-20T00:00:00.000Z';
+    const submit = () => db.query(`INSERT INTO job (type, run_at, periodic_task_id, scheduled_at) VALUES ('tick', $1, 'm15', $1)`, [slot]);
+    await submit();
+    const err = await submit().then(
+      () => null,
+      (e: unknown) => e as { code?: string; constraint?: string },
+    );
+    expect(err).toMatchObject({ code: '23505', constraint: 'job_periodic_slot_key' });
+    // partial: a job of no task (NULL in both columns, never in conflict) takes no entry in it
+    const { rows } = await db.query<{ def: string }>(`SELECT pg_get_indexdef('job_periodic_slot_key'::regclass) AS def`);
+    expect(rows[0]!.def).toMatch(
+      /UNIQUE INDEX job_periodic_slot_key ON public\.job USING btree \(periodic_task_id, scheduled_at\) WHERE \(periodic_task_id IS NOT NULL\)/,
+    );
+  } finally {
+    await db.query(`DELETE FROM job WHERE periodic_task_id = 'm15'`);
+    await db.query(`DELETE FROM periodic_task WHERE id = 'm15'`);
+  }
 });
