@@ -10,6 +10,7 @@ import {
   jobInsertMany,
   jobLease,
   jobReport,
+  jobRetry,
   claimAgain,
   likePattern,
 } from '../../src/repositories/jobs.js';
@@ -424,8 +425,8 @@ describe('job_search', () => {
     };
     await fail('needle-one');
     expect((await searchRows())[0]!.text).toContain('needle-one');
-    // retried by hand: open again, then it fails with another error
-    await tdb.db.pool.query(`UPDATE job SET state = 'queued', max_attempts = 2, lease_token = NULL WHERE id = $1`, [job!.id]);
+    // retried (POST /jobs/{id}/retry): open again, then it fails with another error
+    expect(await jobRetry(tdb.db, job!.id, NOW)).toMatchObject({ outcome: 'ok' });
     await fail('needle-two');
     const [again] = await searchRows();
     expect(again!.text).toContain('needle-two');
