@@ -107,3 +107,28 @@ it('0015: one job per task and slot, held by an index that holds the jobs of tas
     await db.query(`DELETE FROM periodic_task WHERE id = 'm15'`);
   }
 });
+
+it('0016: a vacuum of job clears its indexes even when the dead rows are on a few pages of a long history', async () => {
+  const db = tdb.db.pool;
+  const client = await db.connect();
+  try {
+    await client.query(
+      `INSERT INTO job (type, state, run_at, finished_at) SELECT 'm16-done', 'finished', now(), now() FROM generate_series(1, 30000)`,
+    );
+    await client.query(`INSERT INTO job (type, run_at) SELECT 'm16', now() FROM generate_series(1, 10)`);
+    await client.query(`VACUUM job`);
+    // ten leases: ten dead row versions, all on the last page of some 800 (well under 2 % of them)
+    await client.query(
+      `UPDATE job SET state = 'running', lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 minute' WHERE type = 'm16'`,
+    );
+    const said: string[] = [];
+    client.on('notice', (n) => said.push(n.message ?? ''));
+    await client.query(`VACUUM (VERBOSE) job`);
+    const report = said.join('\n');
+    expect(report).toMatch(/index scan needed: 1 pages from table \([\d.]+% of total\) had 10 dead item identifiers removed/);
+    expect(report).not.toMatch(/index scan bypassed/);
+  } finally {
+    await client.query(`DELETE FROM job WHERE type IN ('m16', 'm16-done')`);
+    client.release();
+  }
+});
