@@ -250,7 +250,7 @@ export class Templates {
 
 /**
  * Runs `insert`, which adds final jobs in bulk, with the row trigger that writes their search rows
- * one by one switched off, and writes those rows afterwards in one statement (migration 0013).
+ * one by one switched off, and writes those rows afterwards in one statement (migrations 0013 and 0017).
  */
 async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>): Promise<void> {
   await db.exec('alter table job disable trigger job_search_on_insert');
@@ -260,8 +260,8 @@ async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>
     await db.exec('alter table job enable trigger job_search_on_insert');
   }
   await db.exec(
-    `insert into job_search (id, args, text)
-     select id, args, jobclock_search_text(args, subject, error) from job
+    `insert into job_search (id, type, group_, worker, args, text)
+     select id, type, group_, worker, args, jobclock_search_text(args, subject, error) from job
       where state in ('finished', 'failed', 'dropped', 'cancelled')`,
   );
 }

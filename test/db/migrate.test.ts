@@ -132,3 +132,39 @@ it('0016: a vacuum of job clears its indexes even when the dead rows are on a fe
     client.release();
   }
 });
+
+it('0017 carries the type, group and worker of the final jobs already there into job_search, and drops their indexes on job', async () => {
+  const name = `jt_m17_${Date.now()}`;
+  const url = await ensureDatabase(inject('adminUrl'), name);
+  const db = createDb({ url, poolSize: 2 });
+  try {
+    const before = await copyMigrations('to-0016', (_f, text) => text);
+    for (const f of await readdir(before)) if (f >= '0017') await rm(path.join(before, f));
+    await migrateToLatest(db.kysely, before);
+    await db.pool.query(
+      `INSERT INTO job (type, group_, args, subject, worker, state, run_at, finished_at) VALUES
+         ('mail', 'acme', '{"customer":"kept"}', 'ended', 'w-1', 'failed', now(), now()),
+         ('mail', 'acme', '{"customer":"open"}', 'waiting', NULL, 'queued', now(), NULL)`,
+    );
+    await migrateToLatest(db.kysely);
+    const { rows } = await db.pool.query('SELECT type, group_, worker, args, text FROM job_search');
+    expect(rows).toEqual([
+      { type: 'mail', group_: 'acme', worker: 'w-1', args: { customer: 'kept' }, text: expect.stringContaining('ended') as unknown },
+    ]);
+    const { rows: indexes } = await db.pool.query<{ indexname: string }>(
+      `SELECT indexname FROM pg_indexes WHERE indexname LIKE 'job_final_%' OR tablename = 'job_search' ORDER BY indexname`,
+    );
+    expect(indexes.map((r) => r.indexname)).toEqual([
+      'job_search_args_idx',
+      'job_search_group_idx',
+      'job_search_pkey',
+      'job_search_text_idx',
+      'job_search_type_idx',
+      'job_search_worker_idx',
+    ]);
+  } finally {
+    await db.destroy();
+    const a = createDb({ url: inject('adminUrl'), poolSize: 1 });
+    await a.pool.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).finally(() => a.destroy());
+  }
+});

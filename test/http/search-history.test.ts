@@ -1,6 +1,6 @@
 /**
  * GET /jobs by content (q, argsContains) behind a history longer than the window the search filters
- * row by row (RECENT_WINDOW): what lies older is found through the final jobs' indexes, and the open
+ * row by row (RECENT_WINDOW): what lies older is found through job_search (final jobs), and the open
  * jobs beside them, in one newest-first order with a cursor that crosses the window's edge.
  */
 import request from 'supertest';
@@ -68,7 +68,7 @@ it('keeps the state filter: final jobs from the index, open ones beside them', a
   expect((await list(`q=rare-1&state=running`)).ids).toEqual([ids.oldRunning]);
 });
 
-it("finds a rare type, group or worker older than the window through the final jobs' indexes", async () => {
+it('finds a rare type, group or worker older than the window through job_search', async () => {
   await tdb.db.pool.query(`UPDATE job SET type = 'rare.type', group_ = 'rare-group', worker = 'rare-worker' WHERE id = $1`, [
     ids.oldFinished,
   ]);
@@ -77,6 +77,10 @@ it("finds a rare type, group or worker older than the window through the final j
   expect((await list('group=rare-group')).ids).toEqual([ids.oldFinished]);
   expect((await list('worker=rare-worker&limit=5')).ids).toEqual([ids.oldFinished]);
   expect((await list('type=rare.type&state=queued')).ids).toEqual([ids.oldQueued]);
+  expect((await list('type=rare.type&state=finished')).ids).toEqual([ids.recent, ids.oldFinished]);
+  expect((await list('group=rare-group&state=failed')).ids).toEqual([]);
+  // the rare final states by type come from their own index on job, not a walk of job_search
+  expect((await list('type=t&state=failed')).ids).toEqual([ids.oldFailed]);
   await tdb.db.pool.query(`UPDATE job SET type = 't', group_ = 'default', worker = 'w' WHERE id IN ($1, $2, $3)`, [
     ids.oldFinished,
     ids.oldQueued,

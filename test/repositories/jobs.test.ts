@@ -375,7 +375,7 @@ describe('the rest', () => {
   });
 });
 
-/** job_search's rows (migration 0013): id and the text a content search reads. */
+/** job_search's rows (migrations 0013, 0017): id and the text a content search reads. */
 const searchRows = async () =>
   (await tdb.db.pool.query<{ id: string; text: string }>('SELECT id::text AS id, text FROM job_search ORDER BY id')).rows;
 
@@ -415,8 +415,8 @@ describe('job_search', () => {
 
   it('is written again when a job ends again, or its content changes while final', async () => {
     const [job] = await jobInsertMany(tdb.db, [row({ args: { n: 1 }, maxAttempts: 1 })], NOW);
-    const fail = async (message: string) => {
-      const [l] = (await jobLease(tdb.db, { now: NOW, slots: [{ worker: 'w', leaseMs: 10_000 }] })).leased;
+    const fail = async (message: string, worker = 'w') => {
+      const [l] = (await jobLease(tdb.db, { now: NOW, slots: [{ worker, leaseMs: 10_000 }] })).leased;
       await jobReport(
         tdb.db,
         [{ id: l!.id, leaseToken: l!.leaseToken, outcome: 'failed', error: { message }, retryInMs: 0, jitter: 1 }],
@@ -427,10 +427,13 @@ describe('job_search', () => {
     expect((await searchRows())[0]!.text).toContain('needle-one');
     // retried (POST /jobs/{id}/retry): open again, then it fails with another error
     expect(await jobRetry(tdb.db, job!.id, NOW)).toMatchObject({ outcome: 'ok' });
-    await fail('needle-two');
+    await fail('needle-two', 'w2');
     const [again] = await searchRows();
     expect(again!.text).toContain('needle-two');
     expect(again!.text).not.toContain('needle-one');
+    // and the keys a search by type, group or worker reads there (migration 0017): the last worker
+    const { rows: keys } = await tdb.db.pool.query('SELECT type, group_, worker FROM job_search WHERE id = $1', [job!.id]);
+    expect(keys).toEqual([{ type: 't', group_: 'default', worker: 'w2' }]);
     await tdb.db.pool.query(`UPDATE job SET subject = 'renamed' WHERE id = $1`, [job!.id]);
     expect((await searchRows())[0]!.text).toContain('renamed');
     // deleted by hand: its search row goes with it

@@ -104,10 +104,11 @@ async function newest(db: Executor, f: JobSearchFilter, window: { from: string }
 }
 
 /**
- * Below `floor` (and at or above `stop`, when set): final jobs, found through the job_final_*
- * indexes (migration 0009) and by content through job_search (migration 0013), or the queued or the
- * running ones, walked through their own partial indexes (one state at a time: with
- * `state IN (queued, running)` the planner may read the whole table).
+ * Below `floor` (and at or above `stop`, when set): final jobs, found through job_search by type,
+ * group, worker (migration 0017) or content (migration 0013) — the failed, dropped and cancelled
+ * ones by type through their own index on job (migration 0009) — or the queued or the running ones,
+ * walked through their own partial indexes (one state at a time: with `state IN (queued, running)`
+ * the planner may read the whole table).
  */
 async function older(
   db: Executor,
@@ -130,22 +131,40 @@ async function older(
   const content: RawBuilder<boolean>[] = [];
   if (f.argsContains !== undefined) content.push(sql<boolean>`args @> ${JSON.stringify(f.argsContains)}::jsonb`);
   if (f.q !== undefined && f.q !== '') content.push(sql<boolean>`text ILIKE ${likePattern(f.q)} ESCAPE '\\'`);
-  if (content.length === 0) return (await finalJobs(floor).orderBy('id', 'desc').limit(limit).execute()) as unknown as JobRow[];
+  const keys: RawBuilder<boolean>[] = [];
+  if (f.type !== undefined) keys.push(sql<boolean>`type = ${f.type}`);
+  if (f.group !== undefined) keys.push(sql<boolean>`group_ = ${f.group}`);
+  if (f.worker !== undefined) keys.push(sql<boolean>`worker = ${f.worker}`);
+  // The rare final states (failed, dropped, cancelled) have their own indexes on job, by type too:
+  // "the failed jobs of this type" must not walk every finished job of the type in job_search.
+  const rareState = f.state !== undefined && f.state !== 'finished';
+  if (content.length === 0 && (keys.length === 0 || rareState)) {
+    return (await finalJobs(floor).orderBy('id', 'desc').limit(limit).execute()) as unknown as JobRow[];
+  }
 
-  // By content: the newest matching ids from job_search, a batch at a time, then their jobs with the
-  // other filters (each match checked on the job row too, by filtered()). The matches are gathered
-  // through the GIN indexes before they are ordered (MATERIALIZED), and the id bounds are written
-  // `id + 0` so that they cannot be read from the primary key: left to itself, the planner walks
-  // job_search's primary key (backwards, or over the id range) testing every row, which for a rare
-  // match behind 10 million jobs took seconds.
-  const found: JobRow[] = [];
-  for (let from = floor; found.length < limit;) {
-    const { rows } = await sql<{ id: string }>`
+  // The newest matching ids from job_search, a batch at a time, then their jobs with the other
+  // filters (each match checked on the job row too, by filtered(): a job retried since it ended is
+  // no longer final). By type, group or worker, one backward scan of job_search's B-tree on it. By
+  // content, the matches are gathered through the GIN indexes before they are ordered
+  // (MATERIALIZED), and the id bounds are written `id + 0` so that they cannot be read from the
+  // primary key: left to itself, the planner walks job_search's primary key (backwards, or over the
+  // id range) testing every row, which for a rare match behind 10 million jobs took seconds.
+  const batch = (from: string) =>
+    content.length > 0
+      ? sql<{ id: string }>`
       WITH m AS MATERIALIZED (
         SELECT id FROM job_search
          WHERE ${sql.join(content, sql` AND `)}
            AND id + 0 < ${from}::bigint AND ${stop === null ? sql`true` : sql`id + 0 >= ${stop}::bigint`})
-      SELECT id FROM m ORDER BY id DESC LIMIT ${SEARCH_BATCH}`.execute(db.kysely);
+      SELECT id FROM m ORDER BY id DESC LIMIT ${SEARCH_BATCH}`
+      : sql<{ id: string }>`
+      SELECT id FROM job_search
+       WHERE ${sql.join(keys, sql` AND `)}
+         AND id < ${from}::bigint AND ${stop === null ? sql`true` : sql`id >= ${stop}::bigint`}
+       ORDER BY id DESC LIMIT ${SEARCH_BATCH}`;
+  const found: JobRow[] = [];
+  for (let from = floor; found.length < limit;) {
+    const { rows } = await batch(from).execute(db.kysely);
     if (rows.length === 0) break;
     const ids = rows.map((r) => String(r.id));
     const jobs = (await finalJobs(from)
