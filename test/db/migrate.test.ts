@@ -3,7 +3,7 @@ import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { createDb, ensureDatabase } from '../../src/db/database.js';
+import { createDb, type Db, ensureDatabase } from '../../src/db/database.js';
 import { migrateToLatest, migrationsDir } from '../../src/db/migrate.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
@@ -61,28 +61,43 @@ it('records the checksums of a database migrated before they were kept, at its n
   await expect(migrateToLatest(tdb.db.kysely, dir)).rejects.toThrow(/migration 0002_lighter_job_transitions was changed/);
 });
 
-it('0013 carries the content of the final jobs already there into job_search, and drops the GINs on job', async () => {
-  const name = `jt_m13_${Date.now()}`;
+/**
+ * A database of its own migrated up to (not including) migration `next`; `seed` adds rows there,
+ * then the rest of the migrations run and `check` looks at the result. Dropped afterwards.
+ */
+async function acrossMigration(next: string, seed: (db: Db) => Promise<unknown>, check: (db: Db) => Promise<void>): Promise<void> {
+  const name = `jt_m${next}_${Date.now()}`;
   const url = await ensureDatabase(inject('adminUrl'), name);
   const db = createDb({ url, poolSize: 2 });
   try {
-    const before = await copyMigrations('to-0012', (_f, text) => text);
-    for (const f of await readdir(before)) if (f >= '0013') await rm(path.join(before, f));
+    const before = await copyMigrations(`before-${next}`, (_f, text) => text);
+    for (const f of await readdir(before)) if (f >= next) await rm(path.join(before, f));
     await migrateToLatest(db.kysely, before);
-    await db.pool.query(
-      `INSERT INTO job (type, args, subject, state, run_at, finished_at) VALUES
-         ('t', '{"customer":"kept"}', 'ended', 'finished', now(), now()), ('t', '{"customer":"open"}', 'waiting', 'queued', now(), NULL)`,
-    );
+    await seed(db);
     await migrateToLatest(db.kysely);
-    const { rows } = await db.pool.query<{ args: unknown; text: string }>('SELECT args, text FROM job_search');
-    expect(rows).toEqual([{ args: { customer: 'kept' }, text: expect.stringContaining('ended') as unknown }]);
-    const gins = await db.pool.query(`SELECT 1 FROM pg_indexes WHERE indexname IN ('job_final_args_idx', 'job_final_text_idx')`);
-    expect(gins.rowCount).toBe(0);
+    await check(db);
   } finally {
     await db.destroy();
     const a = createDb({ url: inject('adminUrl'), poolSize: 1 });
     await a.pool.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).finally(() => a.destroy());
   }
+}
+
+it('0013 carries the content of the final jobs already there into job_search, and drops the GINs on job', async () => {
+  await acrossMigration(
+    '0013',
+    (db) =>
+      db.pool.query(
+        `INSERT INTO job (type, args, subject, state, run_at, finished_at) VALUES
+           ('t', '{"customer":"kept"}', 'ended', 'finished', now(), now()), ('t', '{"customer":"open"}', 'waiting', 'queued', now(), NULL)`,
+      ),
+    async (db) => {
+      const { rows } = await db.pool.query<{ args: unknown; text: string }>('SELECT args, text FROM job_search');
+      expect(rows).toEqual([{ args: { customer: 'kept' }, text: expect.stringContaining('ended') as unknown }]);
+      const gins = await db.pool.query(`SELECT 1 FROM pg_indexes WHERE indexname IN ('job_final_args_idx', 'job_final_text_idx')`);
+      expect(gins.rowCount).toBe(0);
+    },
+  );
 });
 
 it('0015: one job per task and slot, held by an index that holds the jobs of tasks only', async () => {
@@ -134,37 +149,30 @@ it('0016: a vacuum of job clears its indexes even when the dead rows are on a fe
 });
 
 it('0017 carries the type, group and worker of the final jobs already there into job_search, and drops their indexes on job', async () => {
-  const name = `jt_m17_${Date.now()}`;
-  const url = await ensureDatabase(inject('adminUrl'), name);
-  const db = createDb({ url, poolSize: 2 });
-  try {
-    const before = await copyMigrations('to-0016', (_f, text) => text);
-    for (const f of await readdir(before)) if (f >= '0017') await rm(path.join(before, f));
-    await migrateToLatest(db.kysely, before);
-    await db.pool.query(
-      `INSERT INTO job (type, group_, args, subject, worker, state, run_at, finished_at) VALUES
-         ('mail', 'acme', '{"customer":"kept"}', 'ended', 'w-1', 'failed', now(), now()),
-         ('mail', 'acme', '{"customer":"open"}', 'waiting', NULL, 'queued', now(), NULL)`,
-    );
-    await migrateToLatest(db.kysely);
-    const { rows } = await db.pool.query('SELECT type, group_, worker, args, text FROM job_search');
-    expect(rows).toEqual([
-      { type: 'mail', group_: 'acme', worker: 'w-1', args: { customer: 'kept' }, text: expect.stringContaining('ended') as unknown },
-    ]);
-    const { rows: indexes } = await db.pool.query<{ indexname: string }>(
-      `SELECT indexname FROM pg_indexes WHERE indexname LIKE 'job_final_%' OR tablename = 'job_search' ORDER BY indexname`,
-    );
-    expect(indexes.map((r) => r.indexname)).toEqual([
-      'job_search_args_idx',
-      'job_search_group_idx',
-      'job_search_pkey',
-      'job_search_text_idx',
-      'job_search_type_idx',
-      'job_search_worker_idx',
-    ]);
-  } finally {
-    await db.destroy();
-    const a = createDb({ url: inject('adminUrl'), poolSize: 1 });
-    await a.pool.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).finally(() => a.destroy());
-  }
+  await acrossMigration(
+    '0017',
+    (db) =>
+      db.pool.query(
+        `INSERT INTO job (type, group_, args, subject, worker, state, run_at, finished_at) VALUES
+           ('mail', 'acme', '{"customer":"kept"}', 'ended', 'w-1', 'failed', now(), now()),
+           ('mail', 'acme', '{"customer":"open"}', 'waiting', NULL, 'queued', now(), NULL)`,
+      ),
+    async (db) => {
+      const { rows } = await db.pool.query('SELECT type, group_, worker, args, text FROM job_search');
+      expect(rows).toEqual([
+        { type: 'mail', group_: 'acme', worker: 'w-1', args: { customer: 'kept' }, text: expect.stringContaining('ended') as unknown },
+      ]);
+      const { rows: indexes } = await db.pool.query<{ indexname: string }>(
+        `SELECT indexname FROM pg_indexes WHERE indexname LIKE 'job_final_%' OR tablename = 'job_search' ORDER BY indexname`,
+      );
+      expect(indexes.map((r) => r.indexname)).toEqual([
+        'job_search_args_idx',
+        'job_search_group_idx',
+        'job_search_pkey',
+        'job_search_text_idx',
+        'job_search_type_idx',
+        'job_search_worker_idx',
+      ]);
+    },
+  );
 });
