@@ -144,7 +144,8 @@ async function older(
 
   // The newest matching ids from job_search, a batch at a time, then their jobs with the other
   // filters (each match checked on the job row too, by filtered(): a job retried since it ended is
-  // no longer final). By type, group or worker, one backward scan of job_search's B-tree on it. By
+  // no longer final). By type, group or worker, one backward scan of job_search's B-tree on it (no
+  // `stop` there: only a content search walks the queued jobs and stops). By
   // content, the matches are gathered through the GIN indexes before they are ordered
   // (MATERIALIZED), and the id bounds are written `id + 0` so that they cannot be read from the
   // primary key: left to itself, the planner walks job_search's primary key (backwards, or over the
@@ -158,9 +159,7 @@ async function older(
            AND id + 0 < ${from}::bigint AND ${stop === null ? sql`true` : sql`id + 0 >= ${stop}::bigint`})
       SELECT id FROM m ORDER BY id DESC LIMIT ${SEARCH_BATCH}`
       : sql<{ id: string }>`
-      SELECT id FROM job_search
-       WHERE ${sql.join(keys, sql` AND `)}
-         AND id < ${from}::bigint AND ${stop === null ? sql`true` : sql`id >= ${stop}::bigint`}
+      SELECT id FROM job_search WHERE ${sql.join(keys, sql` AND `)} AND id < ${from}::bigint
        ORDER BY id DESC LIMIT ${SEARCH_BATCH}`;
   const found: JobRow[] = [];
   for (let from = floor; found.length < limit;) {
