@@ -1,4 +1,4 @@
-import { jobDeleteOld } from '../repositories/jobs.js';
+import { jobDeleteOld, jobSearchUpkeep } from '../repositories/jobs.js';
 import type { ServiceContext } from '../services/context.js';
 import { Loop, LoopService } from './loop.js';
 
@@ -11,13 +11,16 @@ export interface CleanerOptions {
   maxBatches?: number;
   /** The pause before the next sweep when one stopped at maxBatches with more to delete (default 3 s: a backlog goes at some 5,000 jobs a second, well above what a busy instance finishes, and the workers keep most of the database). */
   catchUpMs?: number;
+  /** Ids per partition of job_search, at least (migration 0018; default 1,000,000). */
+  searchPartitionWidth?: number;
 }
 
 /**
  * Deletes final jobs (finished, failed, dropped, cancelled) older than the retention
  * (JOBCLOCK_RETENTION), in bounded batches that skip rows another instance is deleting. Its own
  * loop, apart from the LeaseReaper's second-by-second one: a large sweep must not delay the
- * requeueing of expired leases.
+ * requeueing of expired leases. Each sweep then keeps job_search's partitions (migration 0018):
+ * creates them ahead of the job ids, drops those retention emptied.
  */
 export class RetentionCleaner extends LoopService {
   protected readonly loop: Loop;
@@ -25,6 +28,7 @@ export class RetentionCleaner extends LoopService {
   private readonly batchSize: number;
   private readonly maxBatches: number;
   private readonly catchUpMs: number;
+  private readonly searchPartitionWidth: number;
   private behind = false;
 
   constructor(
@@ -36,6 +40,7 @@ export class RetentionCleaner extends LoopService {
     this.batchSize = options.batchSize ?? 1_000;
     this.maxBatches = options.maxBatches ?? 20;
     this.catchUpMs = options.catchUpMs ?? 3_000;
+    this.searchPartitionWidth = options.searchPartitionWidth ?? 1_000_000;
     this.loop = new Loop({
       name: 'retention sweep',
       logger: ctx.logger,
@@ -62,6 +67,9 @@ export class RetentionCleaner extends LoopService {
       if (i === this.maxBatches - 1) this.behind = true;
     }
     if (total > 0) this.ctx.logger.info({ deleted: total, before }, 'deleted final jobs older than the retention');
+    const parts = await jobSearchUpkeep(this.ctx.db, this.searchPartitionWidth);
+    if (parts.created > 0 || parts.dropped > 0)
+      this.ctx.logger.info(parts, 'job_search partitions created ahead of the job ids, or dropped behind them');
     return total;
   }
 }

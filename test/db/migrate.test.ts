@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createDb, type Db, ensureDatabase } from '../../src/db/database.js';
 import { migrateToLatest, migrationsDir } from '../../src/db/migrate.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { searchPartitions } from '../support/search-partitions.js';
 
 let tdb: TestDatabase;
 let tmp: string;
@@ -173,6 +174,38 @@ it('0017 carries the type, group and worker of the final jobs already there into
         'job_search_type_idx',
         'job_search_worker_idx',
       ]);
+    },
+  );
+});
+
+it('0018 moves the rows of job_search into partitions of a million ids, which take the indexes of the table', async () => {
+  await acrossMigration(
+    '0018',
+    (db) =>
+      db.pool.query(
+        `INSERT INTO job (type, group_, args, subject, worker, state, run_at, finished_at) VALUES
+           ('mail', 'acme', '{"customer":"kept"}', 'ended', 'w-1', 'finished', now(), now()),
+           ('mail', 'acme', '{"customer":"open"}', 'waiting', NULL, 'queued', now(), NULL)`,
+      ),
+    async (db) => {
+      const { rows } = await db.pool.query('SELECT tableoid::regclass::text AS part, type, group_, worker, args FROM job_search');
+      expect(rows).toEqual([{ part: 'job_search_p0', type: 'mail', group_: 'acme', worker: 'w-1', args: { customer: 'kept' } }]);
+      expect((await searchPartitions(db.pool)).map((p) => p.name)).toEqual(['job_search_p0', 'job_search_p1000000', 'job_search_p2000000']);
+      const { rows: indexes } = await db.pool.query<{ indexname: string }>(
+        `SELECT indexname FROM pg_indexes WHERE tablename = 'job_search' ORDER BY indexname`,
+      );
+      expect(indexes.map((r) => r.indexname)).toEqual([
+        'job_search_args_idx',
+        'job_search_group_idx',
+        'job_search_pkey',
+        'job_search_text_idx',
+        'job_search_type_idx',
+        'job_search_worker_idx',
+      ]);
+      // a job ending now writes its row into the partition of its id
+      await db.pool.query(`UPDATE job SET state = 'finished', finished_at = now() WHERE state = 'queued'`);
+      const { rows: after } = await db.pool.query(`SELECT tableoid::regclass::text AS part FROM job_search`);
+      expect(after).toEqual([{ part: 'job_search_p0' }, { part: 'job_search_p0' }]);
     },
   );
 });

@@ -8,6 +8,7 @@ import { beforeAll, expect, it } from 'vitest';
 import { RECENT_WINDOW } from '../../src/repositories/job/search.js';
 import { bearer, type TestStack, TOKENS } from '../support/app.js';
 import { type TestDatabase } from '../support/db.js';
+import { repartition, searchPartitions } from '../support/search-partitions.js';
 import { useTestStack } from '../support/fixture.js';
 
 const admin = bearer('admin');
@@ -25,6 +26,8 @@ const add = async (name: string, values: string) => {
 };
 
 beforeAll(async () => {
+  // job_search in partitions of 1,000 ids (migration 0018), so that the history spreads over many
+  await repartition(tdb.db.pool, 1_000);
   // oldest: the rare matches, then a history longer than the window, then one recent match
   await add('oldFinished', `('t', '{"customer":"rare-1"}', 'alpha', NULL, 'finished', now(), 1, gen_random_uuid(), 'w', now(), now())`);
   await add('oldQueued', `('t', '{"customer":"rare-1"}', NULL, NULL, 'queued', now(), 0, NULL, NULL, NULL, NULL)`);
@@ -35,6 +38,10 @@ beforeAll(async () => {
      SELECT 'filler', jsonb_build_object('n', g), 'filler ' || g, 'finished', now(), 1, now() FROM generate_series(1, $1::int) g`,
     [RECENT_WINDOW + 5_000],
   );
+  // the fillers went past the partitions made ahead, into the default one: the upkeep moves them
+  expect(Number((await tdb.db.pool.query('SELECT count(*) AS n FROM job_search_default')).rows[0].n)).toBeGreaterThan(10_000);
+  await tdb.db.pool.query('SELECT jobclock_search_upkeep(1000)');
+  expect((await searchPartitions(tdb.db.pool)).length).toBeGreaterThan(10);
   await add('recent', `('t', '{"customer":"rare-1"}', NULL, NULL, 'finished', now(), 1, gen_random_uuid(), 'w', now(), now())`);
   await tdb.db.pool.query('ANALYZE job');
 });

@@ -8,6 +8,7 @@ import { jobFindOverdue, jobReap } from '../../src/repositories/jobs.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { RetentionCleaner } from '../../src/scheduler/retention-cleaner.js';
 import { type TestDatabase } from '../support/db.js';
+import { repartition, searchPartitions } from '../support/search-partitions.js';
 import { type JobsApi, jobsApi } from '../http/jobs-support.js';
 import { sleep } from '../support/wait.js';
 import { useJobsApi } from '../support/fixture.js';
@@ -194,6 +195,25 @@ describe('retention', () => {
     } finally {
       await loop.stop();
     }
+  });
+
+  it('keeps job_search partitioned at each sweep: made ahead of the job ids, dropped once retention emptied them', async () => {
+    await tdb.db.pool.query('DELETE FROM job');
+    await repartition(tdb.db.pool, 10);
+    await finishedJobs(50, at(-2 * DAY));
+    // the jobs went past the partitions made ahead: their search rows wait in the default partition
+    expect(Number((await tdb.db.pool.query('SELECT count(*) AS n FROM job_search_default')).rows[0].n)).toBeGreaterThan(0);
+    const sweeper = new RetentionCleaner(api.stack.ctx, { searchPartitionWidth: 10 });
+    expect(await sweeper.tick(at(0))).toBe(50);
+    const { rows } = await tdb.db.pool.query<{ last: string }>(
+      `SELECT pg_sequence_last_value(pg_get_serial_sequence('job', 'id'))::text AS last`,
+    );
+    const parts = await searchPartitions(tdb.db.pool);
+    // the emptied ranges are gone; what is left lies ahead of the last id given out
+    expect(parts.length).toBeGreaterThan(0);
+    expect(parts[0]!.hi).toBeGreaterThan(Number(rows[0]!.last));
+    expect(parts.at(-1)!.hi).toBeGreaterThan(Number(rows[0]!.last) + 10);
+    expect(Number((await tdb.db.pool.query('SELECT count(*) AS n FROM job_search')).rows[0].n)).toBe(0);
   });
 
   it('sweeps from its own loop, once per interval', async () => {

@@ -25,6 +25,7 @@ export * from './report.js';
 export * from './retry-matching.js';
 export * from './retry.js';
 export { isJobId, JOB_COLUMNS, jobFromRow, type JobRow } from './row.js';
+export * from './search-partitions.js';
 export * from './search.js';
 export * from './open-of-task.js';
 export * from './cancel-open-of-tasks.js';

@@ -1,0 +1,19 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/executor.js';
+
+/** job_search's partitions (migration 0018): the ones it created ahead of the job ids, and dropped behind them. */
+export interface SearchPartitionsUpkeep {
+  created: number;
+  dropped: number;
+}
+
+/**
+ * Creates job_search's partitions ahead of the job id sequence and drops those whose id range has
+ * no job left (migration 0018's jobclock_search_upkeep). `minWidth`: ids per partition, at least.
+ */
+export async function jobSearchUpkeep(db: Executor, minWidth: number): Promise<SearchPartitionsUpkeep> {
+  const { rows } = await sql<SearchPartitionsUpkeep>`SELECT created, dropped FROM jobclock_search_upkeep(${minWidth}::bigint)`.execute(
+    db.kysely,
+  );
+  return rows[0]!;
+}

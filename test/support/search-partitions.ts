@@ -1,0 +1,17 @@
+import type pg from 'pg';
+
+/** job_search's range partitions (migration 0018), lowest first. */
+export const searchPartitions = async (pool: pg.Pool) =>
+  (await pool.query<{ name: string; lo: string; hi: string }>('SELECT name, lo::text, hi::text FROM jobclock_search_ranges()')).rows.map(
+    (r) => ({ name: r.name, lo: Number(r.lo), hi: Number(r.hi) }),
+  );
+
+/**
+ * Partitions job_search `width` ids apiece on a database with no final jobs yet (a test's fresh
+ * one), so that a few thousand jobs spread over many partitions: the migration's partitions, a
+ * million ids each, are dropped (empty) and the upkeep makes new ones.
+ */
+export async function repartition(pool: pg.Pool, width: number): Promise<void> {
+  for (const { name } of await searchPartitions(pool)) await pool.query(`DROP TABLE ${name}`);
+  await pool.query('SELECT jobclock_search_upkeep($1)', [width]);
+}
