@@ -149,15 +149,28 @@ it('0016: a vacuum of job clears its indexes even when the dead rows are on a fe
   }
 });
 
+/** A final job (`state`) and a queued one, of the same type, group and args key. */
+const twoJobs = (db: Db, state: string) =>
+  db.pool.query(
+    `INSERT INTO job (type, group_, args, subject, worker, state, run_at, finished_at) VALUES
+       ('mail', 'acme', '{"customer":"kept"}', 'ended', 'w-1', $1, now(), now()),
+       ('mail', 'acme', '{"customer":"open"}', 'waiting', NULL, 'queued', now(), NULL)`,
+    [state],
+  );
+/** job_search's indexes since migration 0017. */
+const SEARCH_INDEXES = [
+  'job_search_args_idx',
+  'job_search_group_idx',
+  'job_search_pkey',
+  'job_search_text_idx',
+  'job_search_type_idx',
+  'job_search_worker_idx',
+];
+
 it('0017 carries the type, group and worker of the final jobs already there into job_search, and drops their indexes on job', async () => {
   await acrossMigration(
     '0017',
-    (db) =>
-      db.pool.query(
-        `INSERT INTO job (type, group_, args, subject, worker, state, run_at, finished_at) VALUES
-           ('mail', 'acme', '{"customer":"kept"}', 'ended', 'w-1', 'failed', now(), now()),
-           ('mail', 'acme', '{"customer":"open"}', 'waiting', NULL, 'queued', now(), NULL)`,
-      ),
+    (db) => twoJobs(db, 'failed'),
     async (db) => {
       const { rows } = await db.pool.query('SELECT type, group_, worker, args, text FROM job_search');
       expect(rows).toEqual([
@@ -166,14 +179,7 @@ it('0017 carries the type, group and worker of the final jobs already there into
       const { rows: indexes } = await db.pool.query<{ indexname: string }>(
         `SELECT indexname FROM pg_indexes WHERE indexname LIKE 'job_final_%' OR tablename = 'job_search' ORDER BY indexname`,
       );
-      expect(indexes.map((r) => r.indexname)).toEqual([
-        'job_search_args_idx',
-        'job_search_group_idx',
-        'job_search_pkey',
-        'job_search_text_idx',
-        'job_search_type_idx',
-        'job_search_worker_idx',
-      ]);
+      expect(indexes.map((r) => r.indexname)).toEqual(SEARCH_INDEXES);
     },
   );
 });
@@ -181,12 +187,7 @@ it('0017 carries the type, group and worker of the final jobs already there into
 it('0018 moves the rows of job_search into partitions of a million ids, which take the indexes of the table', async () => {
   await acrossMigration(
     '0018',
-    (db) =>
-      db.pool.query(
-        `INSERT INTO job (type, group_, args, subject, worker, state, run_at, finished_at) VALUES
-           ('mail', 'acme', '{"customer":"kept"}', 'ended', 'w-1', 'finished', now(), now()),
-           ('mail', 'acme', '{"customer":"open"}', 'waiting', NULL, 'queued', now(), NULL)`,
-      ),
+    (db) => twoJobs(db, 'finished'),
     async (db) => {
       const { rows } = await db.pool.query('SELECT tableoid::regclass::text AS part, type, group_, worker, args FROM job_search');
       expect(rows).toEqual([{ part: 'job_search_p0', type: 'mail', group_: 'acme', worker: 'w-1', args: { customer: 'kept' } }]);
@@ -194,14 +195,7 @@ it('0018 moves the rows of job_search into partitions of a million ids, which ta
       const { rows: indexes } = await db.pool.query<{ indexname: string }>(
         `SELECT indexname FROM pg_indexes WHERE tablename = 'job_search' ORDER BY indexname`,
       );
-      expect(indexes.map((r) => r.indexname)).toEqual([
-        'job_search_args_idx',
-        'job_search_group_idx',
-        'job_search_pkey',
-        'job_search_text_idx',
-        'job_search_type_idx',
-        'job_search_worker_idx',
-      ]);
+      expect(indexes.map((r) => r.indexname)).toEqual(SEARCH_INDEXES);
       // a job ending now writes its row into the partition of its id
       await db.pool.query(`UPDATE job SET state = 'finished', finished_at = now() WHERE state = 'queued'`);
       const { rows: after } = await db.pool.query(`SELECT tableoid::regclass::text AS part FROM job_search`);
