@@ -43,14 +43,16 @@ CREATE FUNCTION jobclock_search_ranges() RETURNS TABLE (name text, lo bigint, hi
 $$;
 
 -- Creates the partitions that cover every job id up to two partitions past the last one given out,
--- each `min_width` ids wide or, on a long history, a 32nd of its id span (so that a table of any
--- length has a few dozen partitions, not thousands); drops those whose range has no job left in the
--- table and lies below the ids given out. Returns how many it created and dropped.
+-- each `min_width` ids wide or, on a long history, a 32nd of the ids from the oldest final job on
+-- (so that a table of any length has a few dozen partitions, not thousands; an old job still open,
+-- say one due next year, has no search row and does not widen them); drops those whose range has
+-- no job left in the table and lies below the ids given out. Returns how many it created and dropped.
 CREATE FUNCTION jobclock_search_upkeep(min_width bigint DEFAULT 1000000, OUT created integer, OUT dropped integer)
 LANGUAGE plpgsql AS $$
 DECLARE
   last_id bigint := coalesce(pg_sequence_last_value(pg_get_serial_sequence('job', 'id')), 0);
-  live_lo bigint;
+  first_id bigint;
+  history_lo bigint;
   lo bigint;
   hi bigint;
   w bigint;
@@ -64,14 +66,15 @@ BEGIN
   END IF;
   -- one instance at a time; the others wait, then find the work done
   PERFORM pg_advisory_xact_lock(hashtext('jobclock_search_upkeep'));
-  live_lo := coalesce((SELECT min(id) FROM job), last_id + 1);
+  first_id := coalesce((SELECT min(id) FROM job), last_id + 1);
+  history_lo := coalesce((SELECT min(id) FROM job_search), first_id);
 
   SELECT max(s.hi) INTO hi FROM jobclock_search_ranges() s;
   IF hi IS NULL THEN
-    hi := live_lo / min_width * min_width;
+    hi := first_id / min_width * min_width;
   END IF;
   WHILE hi <= last_id + 2 * min_width LOOP
-    w := greatest(min_width, ((hi - live_lo) / 32 + min_width - 1) / min_width * min_width);
+    w := greatest(min_width, ((hi - history_lo) / 32 + min_width - 1) / min_width * min_width);
     lo := hi;
     part := 'job_search_p' || lo;
     -- Creating a partition holds job_search whole (ACCESS EXCLUSIVE) for the few milliseconds it
@@ -99,9 +102,9 @@ BEGIN
 
   FOR r IN SELECT * FROM jobclock_search_ranges() s WHERE s.hi <= last_id LOOP
     CONTINUE WHEN EXISTS (SELECT 1 FROM job WHERE id >= r.lo AND id < r.hi);
-    -- Dropping a partition holds job_search whole for a moment: waiting behind a long statement
-    -- would stop the workers' reports queued behind it, so it gives up at once and tries again at
-    -- the next sweep. A job of the range not yet committed (its id given out before the check)
+    -- Dropping a partition holds job_search whole for a moment: waiting long behind a statement
+    -- would stop the workers' reports queued behind it, so it gives up after 100 ms and tries
+    -- again at the next sweep. A job of the range not yet committed (its id given out before the check)
     -- finds no partition when it ends, and its row goes to the default partition.
     BEGIN
       SET LOCAL lock_timeout = '100ms';

@@ -153,6 +153,22 @@ it('widens new partitions on a long history, so that their number stays in the d
   expect(parts.length).toBeLessThan(100);
 });
 
+it('does not widen the partitions for an old job still open, which has no search row', async () => {
+  await q('DELETE FROM job');
+  await upkeep();
+  // an old id, due next year
+  await q(`INSERT INTO job (id, type, run_at) OVERRIDING SYSTEM VALUE VALUES (1, 'next-year', now() + interval '1 year')`);
+  const before = (await searchPartitions(tdb.db.pool)).length;
+  const ids = await finished(40);
+  await upkeep();
+  const made = (await searchPartitions(tdb.db.pool)).slice(before);
+  expect(made.length).toBeGreaterThan(0);
+  // ids since the oldest final job span a few dozen: the minimum width; since the open job, thousands
+  expect(Math.max(...ids) / 32).toBeGreaterThan(20);
+  expect(made.map((p) => p.hi - p.lo)).toEqual(made.map(() => 10));
+  await q(`DELETE FROM job WHERE type = 'next-year'`);
+});
+
 it('is kept by several instances at once while jobs end: no gap, no overlap, no row lost', async () => {
   const pools = [tdb.connect(2), tdb.connect(2), tdb.connect(2)];
   let stop = false;
