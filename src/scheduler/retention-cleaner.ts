@@ -11,7 +11,7 @@ export interface CleanerOptions {
   maxBatches?: number;
   /** The pause before the next sweep when one stopped at maxBatches with more to delete (default 3 s: a backlog goes at some 5,000 jobs a second, well above what a busy instance finishes, and the workers keep most of the database). */
   catchUpMs?: number;
-  /** Ids per partition of job_search, at least (migration 0018; default 1,000,000). */
+  /** Ids per partition of job_search, at least (default: jobclock_search_upkeep's, a million; migration 0018). */
   searchPartitionWidth?: number;
 }
 
@@ -28,7 +28,7 @@ export class RetentionCleaner extends LoopService {
   private readonly batchSize: number;
   private readonly maxBatches: number;
   private readonly catchUpMs: number;
-  private readonly searchPartitionWidth: number;
+  private readonly searchPartitionWidth: number | undefined;
   private behind = false;
 
   constructor(
@@ -40,7 +40,7 @@ export class RetentionCleaner extends LoopService {
     this.batchSize = options.batchSize ?? 1_000;
     this.maxBatches = options.maxBatches ?? 20;
     this.catchUpMs = options.catchUpMs ?? 3_000;
-    this.searchPartitionWidth = options.searchPartitionWidth ?? 1_000_000;
+    this.searchPartitionWidth = options.searchPartitionWidth;
     this.loop = new Loop({
       name: 'retention sweep',
       logger: ctx.logger,

@@ -9,11 +9,11 @@ export interface SearchPartitionsUpkeep {
 
 /**
  * Creates job_search's partitions ahead of the job id sequence and drops those whose id range has
- * no job left (migration 0018's jobclock_search_upkeep). `minWidth`: ids per partition, at least.
+ * no job left (migration 0018's jobclock_search_upkeep). `minWidth`: ids per partition, at least;
+ * without it, the function's own default (a million).
  */
-export async function jobSearchUpkeep(db: Executor, minWidth: number): Promise<SearchPartitionsUpkeep> {
-  const { rows } = await sql<SearchPartitionsUpkeep>`SELECT created, dropped FROM jobclock_search_upkeep(${minWidth}::bigint)`.execute(
-    db.kysely,
-  );
+export async function jobSearchUpkeep(db: Executor, minWidth?: number): Promise<SearchPartitionsUpkeep> {
+  const call = minWidth === undefined ? sql`jobclock_search_upkeep()` : sql`jobclock_search_upkeep(${minWidth}::bigint)`;
+  const { rows } = await sql<SearchPartitionsUpkeep>`SELECT created, dropped FROM ${call}`.execute(db.kysely);
   return rows[0]!;
 }
