@@ -58,6 +58,8 @@ DECLARE
   w bigint;
   part text;
   r record;
+  -- the caller's lock_timeout, given back at the end (the 100 ms below are for this function only)
+  caller_lock_timeout text := current_setting('lock_timeout');
 BEGIN
   created := 0;
   dropped := 0;
@@ -114,7 +116,7 @@ BEGIN
       RAISE NOTICE 'job_search partition % is busy: dropped at a later sweep', r.name;
     END;
   END LOOP;
-  SET LOCAL lock_timeout = DEFAULT;
+  PERFORM set_config('lock_timeout', caller_lock_timeout, true);
 END;
 $$;
 

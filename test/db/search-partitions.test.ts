@@ -56,8 +56,8 @@ it('partitions job_search a million ids apiece ahead of the ids given out, each 
     { relname: 'job_search_default', reloptions: ['autovacuum_vacuum_insert_threshold=-1'] },
     { relname: 'job_search_p0', reloptions: ['autovacuum_vacuum_insert_threshold=-1'] },
   ]);
-  // the ids given out have partitions: nothing to do
-  expect(await jobSearchUpkeep(tdb.db, 1_000_000)).toEqual({ created: 0, dropped: 0 });
+  // the ids given out have partitions of the default width: nothing to do
+  expect(await jobSearchUpkeep(tdb.db)).toEqual({ created: 0, dropped: 0 });
 });
 
 it('puts a final job whose partition is missing in the default partition, and moves it into the partition made for it', async () => {
@@ -167,6 +167,21 @@ it('does not widen the partitions for an old job still open, which has no search
   expect(Math.max(...ids) / 32).toBeGreaterThan(20);
   expect(made.map((p) => p.hi - p.lo)).toEqual(made.map(() => 10));
   await q(`DELETE FROM job WHERE type = 'next-year'`);
+});
+
+it("gives the caller's transaction its own lock_timeout back", async () => {
+  await finished(30); // past the partitions made ahead: the upkeep creates some, under its own 100 ms
+  const c = await tdb.connect(2).pool.connect();
+  try {
+    await c.query('BEGIN');
+    await c.query(`SET LOCAL lock_timeout = '7s'`);
+    const { rows } = await c.query<{ created: number }>('SELECT created FROM jobclock_search_upkeep(10)');
+    expect(rows[0]!.created).toBeGreaterThan(0);
+    expect((await c.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0]!.lock_timeout).toBe('7s');
+  } finally {
+    await c.query('ROLLBACK');
+    c.release();
+  }
 });
 
 it('is kept by several instances at once while jobs end: no gap, no overlap, no row lost', async () => {
