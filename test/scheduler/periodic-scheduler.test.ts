@@ -61,6 +61,7 @@ useTestStack({ clock, listen: false, instanceId: 'instance-a' }, (f) => {
 });
 beforeEach(async () => {
   clock.set(T0);
+  scheduler = new PeriodicScheduler(stack.ctx); // a fresh one: a tick remembers when it last cleared marks
   await tdb.db.pool.query('delete from job');
   await tdb.db.pool.query('delete from periodic_task');
 });
@@ -226,6 +227,50 @@ describe('PeriodicScheduler.tick', () => {
     await tdb.db.pool.query(`update periodic_task set worker = 'instance-dead', marked = $1`, [at('2026-11-19T00:00:00.000Z')]);
     expect((await scheduler.tick(at('2026-11-20T00:00:01.000Z'))).clearedMarks).toBe(1);
     expect(await taskRow('idle')).toMatchObject({ worker: null, marked: null });
+  });
+
+  it('clears stale marks at most once a second of its clock, while a take passes over them anyway', async () => {
+    await createTask({ id: 'idle', schedule: 'every 1h' });
+    const dead = async () =>
+      tdb.db.pool.query(`update periodic_task set worker = 'instance-dead', marked = $1`, [at('2026-11-19T00:00:00.000Z')]);
+    await dead();
+    expect((await scheduler.tick(at('2026-11-20T00:00:01.000Z'))).clearedMarks).toBe(1);
+    await dead();
+    expect((await scheduler.tick(at('2026-11-20T00:00:01.900Z'))).clearedMarks).toBe(0);
+    expect(await taskRow('idle')).toMatchObject({ worker: 'instance-dead' });
+    expect((await scheduler.tick(at('2026-11-20T00:00:02.000Z'))).clearedMarks).toBe(1);
+    // a clock set back (tests, a corrected clock) clears at once
+    await dead();
+    expect((await scheduler.tick(at('2026-11-20T00:00:00.000Z'))).clearedMarks).toBe(1);
+  });
+
+  it('runs a tick that finds less than a batch in one transaction, and widens to its second lane on a full take', async () => {
+    const transactions = { n: 0 };
+    const db = stack.ctx.db;
+    const kysely = new Proxy(db.kysely, {
+      get(target, key) {
+        if (key === 'transaction') transactions.n++;
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value; // Kysely's private fields
+      },
+    });
+    const counted = new Proxy(db, { get: (target, key, receiver) => (key === 'kysely' ? kysely : Reflect.get(target, key, receiver)) });
+    const lanes = new PeriodicScheduler({ ...stack.ctx, db: counted }, { batchSize: 16, concurrency: 2 });
+    for (let i = 0; i < 5; i++) await createTask({ id: `few-${i}`, concurrencyPolicy: 'allow' });
+    expect(await lanes.tick(at('2026-11-20T00:01:00.000Z'))).toMatchObject({ taken: 5, submitted: 5 });
+    expect(transactions.n).toBe(1); // the second lane never began a transaction
+
+    for (let i = 0; i < 35; i++) await createTask({ id: `many-${i}`, concurrencyPolicy: 'allow' });
+    transactions.n = 0;
+    // 40 due in batches of 16: two full takes, then the lanes end on takes that found fewer
+    // (one lane alone would stop after 16, 16, 8: three transactions)
+    expect(await lanes.tick(at('2026-11-20T00:02:00.000Z'))).toMatchObject({ taken: 40, submitted: 40 });
+    expect(transactions.n).toBe(4);
+    // every task one job per tick: 5 from the first, 40 from this one
+    const { rows } = await tdb.db.pool.query<{ n: number; tasks: number }>(
+      `select count(*)::int as n, count(distinct periodic_task_id)::int as tasks from job`,
+    );
+    expect(rows[0]).toEqual({ n: 45, tasks: 40 });
   });
 
   it('passes over disabled tasks', async () => {
