@@ -4,10 +4,12 @@
  * listening on 127.0.0.1:0. It runs on its own thread so that the benchmark's HTTP clients,
  * which stand in for worker processes, do not share jobclock's event loop.
  */
+import { appendFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
@@ -65,6 +67,34 @@ const profileDir = process.env.BENCH_PROFILE ?? '';
 let profiler: Session | null = null;
 let profiles = 0;
 const logger = pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' });
+/**
+ * BENCH_SLOW_LOG=<file>: requests over 15 ms, garbage collections over 2 ms and event-loop stalls
+ * over 10 ms, each with its time, appended there (diagnosis only: to line a row's slow requests up
+ * with the server's log of BENCH_PG_LOG).
+ */
+const slowLog = process.env.BENCH_SLOW_LOG ?? '';
+
+function watchSlow(app: FastifyInstance, file: string): void {
+  const out = (m: string) => appendFileSync(file, `${new Date().toISOString()} ${m}\n`);
+  app.addHook('onResponse', async (req, reply) => {
+    if (reply.elapsedTime > 15) out(`slow ${req.method} ${req.routeOptions.url} ${reply.elapsedTime.toFixed(1)} ms`);
+  });
+  const gc = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) if (e.duration > 2) out(`gc ${e.duration.toFixed(1)} ms`);
+  });
+  gc.observe({ entryTypes: ['gc'] });
+  let last = performance.now();
+  const timer = setInterval(() => {
+    const now = performance.now();
+    if (now - last > 15) out(`event loop stalled ${(now - last - 5).toFixed(1)} ms`);
+    last = now;
+  }, 5);
+  timer.unref();
+  app.addHook('onClose', async () => {
+    clearInterval(timer);
+    gc.disconnect();
+  });
+}
 
 async function open(args: OpenArgs): Promise<{ port: number; tid: number | null }> {
   if (current) await close();
@@ -87,6 +117,7 @@ async function open(args: OpenArgs): Promise<{ port: number; tid: number | null 
     migrations: await knownMigrations(),
     services,
   });
+  if (slowLog) watchSlow(app, slowLog);
   await app.listen({ port: 0, host: '127.0.0.1' });
   await notifications.start();
   const scheduler = args.schedulerLoop ? new PeriodicScheduler(ctx) : null;
