@@ -149,6 +149,22 @@ it('0016: a vacuum of job clears its indexes even when the dead rows are on a fe
   }
 });
 
+it('0019: job is analyzed after 50,000 changes plus 5 % of its rows, and vacuumed as 0010 and 0016 set', async () => {
+  const { rows } = await tdb.db.pool.query<{ reloptions: string[] }>(`SELECT reloptions FROM pg_class WHERE relname = 'job'`);
+  const options = Object.fromEntries(rows[0]!.reloptions.map((o) => o.split('=') as [string, string]));
+  expect(options).toMatchObject({
+    autovacuum_analyze_threshold: '50000',
+    autovacuum_analyze_scale_factor: '0.05',
+    autovacuum_vacuum_threshold: '20000',
+    autovacuum_vacuum_scale_factor: '0',
+    autovacuum_vacuum_cost_delay: '0',
+    vacuum_index_cleanup: 'on',
+  });
+  // autovacuum's rule: analyze once the changes since the last exceed threshold + scale factor × rows
+  const due = (rows: number) => Number(options.autovacuum_analyze_threshold) + Number(options.autovacuum_analyze_scale_factor) * rows;
+  expect([due(100_000), due(10_000_000)]).toEqual([55_000, 550_000]);
+});
+
 /** A final job (`state`) and a queued one, of the same type, group and args key. */
 const twoJobs = (db: Db, state: string) =>
   db.pool.query(
