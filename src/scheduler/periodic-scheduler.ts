@@ -250,20 +250,20 @@ export class PeriodicScheduler {
         if (batch.taken < this.batchSize) break;
       }
     };
+    // A lane's failure is caught as the lane starts, not when the tick gets round to awaiting it: a
+    // lane added while the tick awaits another could fail first, unobserved (an unhandled rejection).
+    const errors: unknown[] = [];
     function addLane(): void {
       lanes.push(
         lane().catch((err: unknown) => {
           failed = true;
-          throw err;
+          errors.push(err);
         }),
       );
     }
     addLane();
-    let settled: PromiseSettledResult<void>[];
-    do settled = await Promise.allSettled(lanes);
-    while (settled.length < lanes.length);
-    const rejected = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (rejected) throw rejected.reason;
+    for (let i = 0; i < lanes.length; i++) await lanes[i]; // lanes may be added meanwhile
+    if (errors.length > 0) throw errors[0];
     if (summary.batches === 0) summary.batches = 1; // the look that found nothing
     if (summary.taken > 0) {
       this.ctx.logger.debug({ ...summary, now: now.toISOString() }, 'periodic scheduler tick');
