@@ -57,7 +57,6 @@ const createTask = (input: Partial<TaskCreateInput> & { id: string }) =>
 
 useTestStack({ clock, listen: false, instanceId: 'instance-a' }, (f) => {
   ({ tdb, stack } = f);
-  scheduler = new PeriodicScheduler(stack.ctx);
 });
 beforeEach(async () => {
   clock.set(T0);
