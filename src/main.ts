@@ -11,6 +11,7 @@ import { migrateWithRetry, openRuntime } from './runtime.js';
 import { LeaseReaper } from './scheduler/lease-reaper.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from './scheduler/retention-cleaner.js';
+import { SearchIndexFlusher } from './scheduler/search-flusher.js';
 import type { ServiceContext } from './services/context.js';
 import { createServices } from './services/index.js';
 
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
   const scheduler = config.scheduler ? new PeriodicScheduler(ctx) : null;
   const reaper = new LeaseReaper(ctx);
   const cleaner = new RetentionCleaner(ctx);
+  const flusher = new SearchIndexFlusher(ctx);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -61,7 +63,7 @@ async function main(): Promise<void> {
     force.unref();
     try {
       services.jobs.shutdown(); // stop leasing; waiting long-polls answer 204 now
-      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop()]); // the scheduler unmarks what this instance marked
+      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), flusher.stop()]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
       await notifications.stop();
       await runtime.close();
@@ -83,6 +85,7 @@ async function main(): Promise<void> {
   scheduler?.start();
   reaper.start();
   cleaner.start();
+  flusher.start();
 }
 
 main().catch((err: unknown) => {

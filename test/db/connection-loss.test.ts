@@ -54,7 +54,7 @@ async function cutEverywhere(
   op: () => Promise<unknown>,
   check: (failed: boolean) => Promise<void>,
 ): Promise<number> {
-  for (let k = 0; k < 40; k++) {
+  for (let k = 0; k < 60; k++) {
     await setup();
     cutter.arm(k);
     let error: unknown = null;
@@ -70,7 +70,7 @@ async function cutEverywhere(
     if (error !== null && !isDatabaseUnavailable(error)) throw error;
     await check(error !== null);
   }
-  throw new Error('a transaction with over 40 statements?');
+  throw new Error('a transaction with over 60 statements?');
 }
 
 describe('a connection cut between two statements of a transaction', () => {

@@ -1,0 +1,41 @@
+-- A worker's report sometimes took 80-290 ms where it takes 4-15 ms: the finished jobs' search rows
+-- go into job_search's newest partition, whose two GIN indexes (args, trigrams) take new entries
+-- into a pending list, and the statement whose rows overflow that list merges all of it into the
+-- index (the trigram list of 4 MB every few thousand jobs, 42-78 ms on an idle server, longer
+-- under load). Autovacuum, which would merge the lists in the background, never visits these
+-- insert-only tables (0013 turned its insert vacuums off: they read both GINs whole).
+--
+-- jobclock_search_flush() merges the pending lists of the GINs of the partitions that take the new
+-- rows (the two newest range partitions that have begun, and the default one) with
+-- gin_clean_pending_list(). Each instance calls it every second (SearchIndexFlusher), so a list
+-- holds a second's rows when it is merged, away from the workers' requests. One instance at a time:
+-- a call finding another one at work returns at once. It runs as its owner (SECURITY DEFINER),
+-- since gin_clean_pending_list() asks for the index's owner, as VACUUM does. Returns the pending
+-- pages merged.
+CREATE FUNCTION jobclock_search_flush() RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+  last_id bigint := coalesce(pg_sequence_last_value(pg_get_serial_sequence('public.job', 'id')), 0);
+  pages integer := 0;
+  idx regclass;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(hashtext('jobclock_search_flush')) THEN
+    RETURN 0;
+  END IF;
+  FOR idx IN
+    SELECT i.indexrelid::regclass
+      FROM pg_index i
+      JOIN pg_class ic ON ic.oid = i.indexrelid
+      JOIN pg_am a ON a.oid = ic.relam AND a.amname = 'gin'
+     WHERE i.indrelid = ANY (ARRAY(SELECT format('%I', r.name)::regclass::oid
+                                     FROM jobclock_search_ranges() r
+                                    WHERE r.lo <= last_id
+                                    ORDER BY r.lo DESC
+                                    LIMIT 2)
+                              || 'job_search_default'::regclass::oid)
+  LOOP
+    pages := pages + gin_clean_pending_list(idx);
+  END LOOP;
+  RETURN pages;
+END;
+$$;

@@ -1,0 +1,99 @@
+/**
+ * The SearchIndexFlusher (migration 0020): it merges the pending lists of job_search's GIN indexes
+ * in the background, so that no worker's report pays for the merge; one instance at a time, and as
+ * the function's owner, whoever calls it.
+ */
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { jobSearchFlush } from '../../src/repositories/jobs.js';
+import { SearchIndexFlusher } from '../../src/scheduler/search-flusher.js';
+import { systemClock } from '../../src/clock.js';
+import { testLogger } from '../support/app.js';
+import { createTestDatabase, type TestDatabase } from '../support/db.js';
+
+let tdb: TestDatabase;
+beforeAll(async () => {
+  tdb = await createTestDatabase(4);
+});
+afterAll(async () => {
+  await tdb?.destroy();
+});
+
+/** `n` jobs finished in one statement: each leaves a search row (text and args) in job_search. */
+const finish = (n: number) =>
+  tdb.db.pool.query(
+    `INSERT INTO job (type, args, subject, state, run_at, attempts, finished_at)
+     SELECT 'flush', jsonb_build_object('customer', 'c-' || g, 'note', md5(g::text)), 'job ' || g, 'finished', now(), 1, now()
+       FROM generate_series(1, $1::int) g`,
+    [n],
+  );
+const ctx = () => ({
+  db: tdb.db,
+  clock: systemClock,
+  logger: testLogger(),
+  notifications: null as never,
+  instanceId: 'flusher-test',
+  retentionMs: 7 * 24 * 3600 * 1000,
+});
+
+it('merges the pending lists of the partition taking the new rows: the pages it merged, none the second time', async () => {
+  expect(await jobSearchFlush(tdb.db)).toBe(0);
+  await finish(500);
+  expect(await jobSearchFlush(tdb.db)).toBeGreaterThan(0);
+  expect(await jobSearchFlush(tdb.db)).toBe(0);
+  // the rows are still found by text and by args once merged into the indexes
+  const { rows } = await tdb.db.pool.query<{ n: string }>(
+    `SELECT (SELECT count(*) FROM job_search WHERE text LIKE '%c-42%') + (SELECT count(*) FROM job_search WHERE args @> '{"customer":"c-42"}') AS n`,
+  );
+  expect(Number(rows[0]!.n)).toBeGreaterThanOrEqual(2);
+});
+
+it('lets one instance merge at a time: a flush finding another at work returns at once, merging nothing', async () => {
+  await finish(300);
+  const otherDb = tdb.connect(2); // another instance's connection
+  const other = await otherDb.pool.connect();
+  try {
+    await other.query('BEGIN');
+    await other.query(`SELECT pg_advisory_xact_lock(hashtext('jobclock_search_flush'))`);
+    const started = performance.now();
+    expect(await jobSearchFlush(tdb.db)).toBe(0);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    await other.query('COMMIT');
+  } finally {
+    other.release();
+  }
+  expect(await jobSearchFlush(tdb.db)).toBeGreaterThan(0);
+});
+
+it('merges as the owner of the indexes, so a role that does not own them may call it', async () => {
+  await finish(300);
+  const role = `jt_flush_${randomBytes(4).toString('hex')}`;
+  await tdb.db.pool.query(`CREATE ROLE ${role}`);
+  const c = await tdb.connect(2).pool.connect();
+  try {
+    await c.query('BEGIN');
+    await c.query(`SET LOCAL ROLE ${role}`);
+    // gin_clean_pending_list() itself asks for the owner
+    await expect(c.query(`SELECT gin_clean_pending_list('job_search_p0_text_idx'::regclass)`)).rejects.toThrow(/must be owner/);
+    await c.query('ROLLBACK');
+    await c.query('BEGIN');
+    await c.query(`SET LOCAL ROLE ${role}`);
+    const { rows } = await c.query<{ pages: number }>('SELECT jobclock_search_flush() AS pages');
+    expect(rows[0]!.pages).toBeGreaterThan(0);
+    await c.query('COMMIT');
+  } finally {
+    c.release();
+    await tdb.db.pool.query(`DROP ROLE ${role}`);
+  }
+});
+
+it('runs as a loop every interval, and stops', async () => {
+  await finish(300);
+  const flusher = new SearchIndexFlusher(ctx(), { intervalMs: 20 });
+  const stepped = once(flusher.events, 'step');
+  flusher.start();
+  await stepped;
+  await flusher.stop();
+  expect(await jobSearchFlush(tdb.db)).toBe(0);
+});
