@@ -5,17 +5,18 @@
 -- under load). Autovacuum, which would merge the lists in the background, never visits these
 -- insert-only tables (0013 turned its insert vacuums off: they read both GINs whole).
 --
--- jobclock_search_flush() merges the pending lists of the GINs of the partitions that take the new
--- rows (the two newest range partitions that have begun, and the default one) with
--- gin_clean_pending_list(). Each instance calls it every second (SearchIndexFlusher), so a list
--- holds a second's rows when it is merged, away from the workers' requests. One instance at a time:
+-- jobclock_search_flush() merges the pending lists of the GINs of every partition of job_search
+-- (rows go to the newest partitions mostly, but a job that waited long lands in an old one) with
+-- gin_clean_pending_list(), which on an empty list only reads the index's first page. Each
+-- instance calls it every second (SearchIndexFlusher), so a list holds a second's rows when it is
+-- merged, away from the workers' requests. One instance at a time:
 -- a call finding another one at work returns at once. It runs as its owner (SECURITY DEFINER),
 -- since gin_clean_pending_list() asks for the index's owner, as VACUUM does. Returns the pending
--- pages merged.
+-- pages merged. It holds a light lock on each index it merged until it returns: the upkeep's DROP
+-- of an emptied partition (0018) waits for it, 100 ms at most, or comes back at the next sweep.
 CREATE FUNCTION jobclock_search_flush() RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
 DECLARE
-  last_id bigint := coalesce(pg_sequence_last_value(pg_get_serial_sequence('public.job', 'id')), 0);
   pages integer := 0;
   idx regclass;
 BEGIN
@@ -24,15 +25,12 @@ BEGIN
   END IF;
   FOR idx IN
     SELECT i.indexrelid::regclass
-      FROM pg_index i
+      FROM pg_inherits h
+      JOIN pg_index i ON i.indrelid = h.inhrelid
       JOIN pg_class ic ON ic.oid = i.indexrelid
       JOIN pg_am a ON a.oid = ic.relam AND a.amname = 'gin'
-     WHERE i.indrelid = ANY (ARRAY(SELECT format('%I', r.name)::regclass::oid
-                                     FROM jobclock_search_ranges() r
-                                    WHERE r.lo <= last_id
-                                    ORDER BY r.lo DESC
-                                    LIMIT 2)
-                              || 'job_search_default'::regclass::oid)
+     WHERE h.inhparent = 'public.job_search'::regclass
+     ORDER BY 1
   LOOP
     pages := pages + gin_clean_pending_list(idx);
   END LOOP;

@@ -31,7 +31,7 @@ export class SearchIndexFlusher extends LoopService {
         await this.tick();
         return this.intervalMs;
       },
-      failureBackoff: { initialMs: this.intervalMs, maxMs: 30_000 },
+      failureBackoff: { initialMs: this.intervalMs, maxMs: this.intervalMs },
     });
   }
 

@@ -11,6 +11,7 @@ import { SearchIndexFlusher } from '../../src/scheduler/search-flusher.js';
 import { systemClock } from '../../src/clock.js';
 import { testLogger } from '../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { repartition, searchPartitions } from '../support/search-partitions.js';
 
 let tdb: TestDatabase;
 beforeAll(async () => {
@@ -37,10 +38,37 @@ const ctx = () => ({
   retentionMs: 7 * 24 * 3600 * 1000,
 });
 
-it('merges the pending lists of the partition taking the new rows: the pages it merged, none the second time', async () => {
+/** What is left in the pending lists of every GIN of job_search's partitions, merged now to see it (as the test's superuser). */
+const leftPending = async () => {
+  const { rows } = await tdb.db.pool.query<{ pages: number }>(
+    `SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0)::int AS pages
+       FROM pg_inherits h JOIN pg_index i ON i.indrelid = h.inhrelid JOIN pg_class c ON c.oid = i.indexrelid
+       JOIN pg_am a ON a.oid = c.relam AND a.amname = 'gin'
+      WHERE h.inhparent = 'job_search'::regclass`,
+  );
+  return rows[0]!.pages;
+};
+
+it('merges the pending lists of every partition, the old ones too: the pages it merged, none the second time', async () => {
   expect(await jobSearchFlush(tdb.db)).toBe(0);
+  // a job queued long ago, that ends after thousands of newer ones: its row goes to an old partition
+  const { rows: old } = await tdb.db.pool.query<{ id: string }>(
+    `INSERT INTO job (type, args, subject, state, run_at) VALUES ('flush', '{"customer":"c-old"}', 'waited', 'queued', now()) RETURNING id`,
+  );
+  await repartition(tdb.db.pool, 100);
   await finish(500);
+  await tdb.db.pool.query('SELECT jobclock_search_upkeep(100)');
+  await tdb.db.pool.query(
+    `UPDATE job SET state = 'finished', args = (SELECT jsonb_object_agg('k' || g, md5(g::text)) FROM generate_series(1, 300) g),
+            attempts = 1, finished_at = now() WHERE id = $1`,
+    [old[0]!.id],
+  );
+  const parts = await searchPartitions(tdb.db.pool);
+  expect(parts.length).toBeGreaterThan(3);
+  expect(Number(old[0]!.id)).toBeLessThan(parts.at(-3)!.lo);
+
   expect(await jobSearchFlush(tdb.db)).toBeGreaterThan(0);
+  expect(await leftPending()).toBe(0);
   expect(await jobSearchFlush(tdb.db)).toBe(0);
   // the rows are still found by text and by args once merged into the indexes
   const { rows } = await tdb.db.pool.query<{ n: string }>(
@@ -75,7 +103,12 @@ it('merges as the owner of the indexes, so a role that does not own them may cal
     await c.query('BEGIN');
     await c.query(`SET LOCAL ROLE ${role}`);
     // gin_clean_pending_list() itself asks for the owner
-    await expect(c.query(`SELECT gin_clean_pending_list('job_search_p0_text_idx'::regclass)`)).rejects.toThrow(/must be owner/);
+    const { rows: gin } = await c.query<{ idx: string }>(
+      `SELECT i.indexrelid::regclass::text AS idx FROM pg_inherits h JOIN pg_index i ON i.indrelid = h.inhrelid
+         JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam AND a.amname = 'gin'
+        WHERE h.inhparent = 'job_search'::regclass LIMIT 1`,
+    );
+    await expect(c.query('SELECT gin_clean_pending_list($1::regclass)', [gin[0]!.idx])).rejects.toThrow(/must be owner/);
     await c.query('ROLLBACK');
     await c.query('BEGIN');
     await c.query(`SET LOCAL ROLE ${role}`);
