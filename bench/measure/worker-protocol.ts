@@ -314,6 +314,9 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
       let reporter: HttpClient | null = null;
       try {
         const n = queue;
+        // the copy of the template is on disk before the loop starts, not written out during its window
+        const syncMs = await db.written();
+        if (syncMs > 1_000) ctx.log(`${key}: waited ${(syncMs / 1000).toFixed(1)} s for the copied database to be written out`);
         if (process.env.BENCH_JOB_AUTOVACUUM === 'off') await db.exec(`alter table job set (autovacuum_enabled = false)`); // diagnosis only
         const setup = process.env.BENCH_SETUP_SQL; // diagnosis only: e.g. alter table job set (autovacuum_vacuum_threshold = 200000)
         if (setup) await db.exec(setup);
