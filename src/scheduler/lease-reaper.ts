@@ -1,7 +1,7 @@
 import { reapDecision } from '../domain/job.js';
 import { jobFindOverdue, jobReap, type ReapAction } from '../repositories/jobs.js';
 import type { ServiceContext } from '../services/context.js';
-import { Loop, LoopService } from './loop.js';
+import { intervalLoop, type Loop, LoopService } from './loop.js';
 
 export interface ReaperOptions {
   /** Time between ticks (default 1 s: an expired lease is leasable again within ~1 s). */
@@ -32,16 +32,7 @@ export class LeaseReaper extends LoopService {
     super();
     this.intervalMs = options.intervalMs ?? 1_000;
     this.batchSize = options.batchSize ?? 1_000;
-    this.loop = new Loop({
-      name: 'lease reaper tick',
-      logger: ctx.logger,
-      clock: ctx.clock,
-      step: async () => {
-        await this.tick(this.ctx.clock.now());
-        return this.intervalMs;
-      },
-      failureBackoff: { initialMs: this.intervalMs, maxMs: this.intervalMs },
-    });
+    this.loop = intervalLoop('lease reaper tick', ctx, this.intervalMs, () => this.tick(this.ctx.clock.now()));
   }
 
   /** One pass at `now` over the running jobs that are overdue. */

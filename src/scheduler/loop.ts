@@ -162,3 +162,25 @@ export abstract class LoopService {
     await this.loop.stop();
   }
 }
+
+/**
+ * A loop that runs `step` every `intervalMs` and, when a step fails, tries again after the same
+ * interval (so that it resumes within one interval of the database coming back).
+ */
+export function intervalLoop(
+  name: string,
+  deps: { logger: Logger; clock: Clock },
+  intervalMs: number,
+  step: () => Promise<unknown>,
+): Loop {
+  return new Loop({
+    name,
+    logger: deps.logger,
+    clock: deps.clock,
+    step: async () => {
+      await step();
+      return intervalMs;
+    },
+    failureBackoff: { initialMs: intervalMs, maxMs: intervalMs },
+  });
+}

@@ -1,6 +1,6 @@
 import { jobSearchFlush } from '../repositories/jobs.js';
 import type { ServiceContext } from '../services/context.js';
-import { Loop, LoopService } from './loop.js';
+import { intervalLoop, type Loop, LoopService } from './loop.js';
 
 export interface FlusherOptions {
   /** Time between flushes (default 1 s). */
@@ -23,16 +23,7 @@ export class SearchIndexFlusher extends LoopService {
   ) {
     super();
     this.intervalMs = options.intervalMs ?? 1_000;
-    this.loop = new Loop({
-      name: 'search index flush',
-      logger: ctx.logger,
-      clock: ctx.clock,
-      step: async () => {
-        await this.tick();
-        return this.intervalMs;
-      },
-      failureBackoff: { initialMs: this.intervalMs, maxMs: this.intervalMs },
-    });
+    this.loop = intervalLoop('search index flush', ctx, this.intervalMs, () => this.tick());
   }
 
   /** One flush: the pending pages merged (0 when another instance was at it). */
