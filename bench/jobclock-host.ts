@@ -1,6 +1,7 @@
 /**
  * Worker-thread entry that hosts one jobclock instance at a time, built the way src/main.ts
- * builds it (real services, Notifications, LeaseReaper, SearchIndexFlusher, optionally the PeriodicScheduler loop) and
+ * builds it (real services, Notifications, LeaseReaper, optionally the PeriodicScheduler loop and the
+ * SearchIndexFlusher, BENCH_SEARCH_FLUSH as JOBCLOCK_SEARCH_FLUSH) and
  * listening on 127.0.0.1:0. It runs on its own thread so that the benchmark's HTTP clients,
  * which stand in for worker processes, do not share jobclock's event loop.
  */
@@ -22,6 +23,7 @@ import { LeaseReaper } from '../src/scheduler/lease-reaper.js';
 import { PeriodicScheduler } from '../src/scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from '../src/scheduler/retention-cleaner.js';
 import { SearchIndexFlusher } from '../src/scheduler/search-flusher.js';
+import { loadConfig } from '../src/config.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { createServices, type Services } from '../src/services/index.js';
 import { currentThreadId } from './lib/cpu.js';
@@ -60,7 +62,7 @@ interface Instance {
   scheduler: PeriodicScheduler | null;
   reaper: LeaseReaper;
   cleaner: RetentionCleaner | null;
-  flusher: SearchIndexFlusher;
+  flusher: SearchIndexFlusher | null;
 }
 
 let current: Instance | null = null;
@@ -124,10 +126,11 @@ async function open(args: OpenArgs): Promise<{ port: number; tid: number | null 
   await notifications.start();
   const scheduler = args.schedulerLoop ? new PeriodicScheduler(ctx) : null;
   const reaper = new LeaseReaper(ctx);
-  const flusher = new SearchIndexFlusher(ctx);
+  const flushMs = loadConfig({ JOBCLOCK_SEARCH_FLUSH: process.env.BENCH_SEARCH_FLUSH }).searchFlushMs;
+  const flusher = flushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: flushMs });
   scheduler?.start();
   reaper.start();
-  flusher.start();
+  flusher?.start();
   const cleaner = args.retention ? new RetentionCleaner(ctx) : null;
   cleaner?.start();
   current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner, flusher };
@@ -153,7 +156,7 @@ async function close(): Promise<void> {
     await writeFile(file, JSON.stringify(profile));
   }
   inst.services.jobs.shutdown();
-  await Promise.all([inst.scheduler?.stop(), inst.reaper.stop(), inst.cleaner?.stop(), inst.flusher.stop()]);
+  await Promise.all([inst.scheduler?.stop(), inst.reaper.stop(), inst.cleaner?.stop(), inst.flusher?.stop()]);
   await inst.app.close();
   await inst.notifications.stop();
   await inst.db.destroy();

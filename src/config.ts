@@ -24,6 +24,8 @@ export interface Config {
   readonly poolSize: number;
   readonly retentionMs: number;
   readonly shutdownTimeoutMs: number;
+  /** How often the SearchIndexFlusher merges job_search's GIN pending lists; null: never (the reports that overflow a list merge it). */
+  readonly searchFlushMs: number | null;
 }
 
 /** Raised when the environment is wrong; the message names each variable and what it expects. */
@@ -88,6 +90,20 @@ const onOff = z
   .pipe(z.enum(['on', 'off', 'true', 'false', '1', '0'], { error: 'expected "on" or "off"' }))
   .transform((v) => v === 'on' || v === 'true' || v === '1');
 
+/** A duration, or "off" (null). */
+const durationOrOff = (minMs: number) =>
+  z.string().transform((text, ctx): number | null => {
+    if (text.trim().toLowerCase() === 'off') return null;
+    try {
+      const ms = parseDuration(text);
+      if (ms >= minMs) return ms;
+    } catch {
+      // named below
+    }
+    ctx.addIssue({ code: 'custom', message: `expected "off" or a duration of at least ${minMs} ms like 1s or 500ms, got "${text}"` });
+    return z.NEVER;
+  });
+
 const envSchema = z.object({
   PORT: integer(0, 65535).default(3000),
   HOST: z.string().trim().min(1, 'expected a host name or IP address').default('127.0.0.1'),
@@ -109,6 +125,7 @@ const envSchema = z.object({
   JOBCLOCK_DB_POOL_SIZE: integer(2, 1000).default(10),
   JOBCLOCK_RETENTION: duration(60_000).default(7 * 24 * 3600 * 1000),
   JOBCLOCK_SHUTDOWN_TIMEOUT: duration(1000).default(9000),
+  JOBCLOCK_SEARCH_FLUSH: durationOrOff(100).default(null),
 });
 
 export const CONFIG_VARIABLES = Object.keys(envSchema.shape);
@@ -162,5 +179,6 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     poolSize: e.JOBCLOCK_DB_POOL_SIZE,
     retentionMs: e.JOBCLOCK_RETENTION,
     shutdownTimeoutMs: e.JOBCLOCK_SHUTDOWN_TIMEOUT,
+    searchFlushMs: e.JOBCLOCK_SEARCH_FLUSH,
   });
 }

@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   const scheduler = config.scheduler ? new PeriodicScheduler(ctx) : null;
   const reaper = new LeaseReaper(ctx);
   const cleaner = new RetentionCleaner(ctx);
-  const flusher = new SearchIndexFlusher(ctx);
+  const flusher = config.searchFlushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: config.searchFlushMs });
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
     force.unref();
     try {
       services.jobs.shutdown(); // stop leasing; waiting long-polls answer 204 now
-      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), flusher.stop()]); // the scheduler unmarks what this instance marked
+      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), flusher?.stop()]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
       await notifications.stop();
       await runtime.close();
@@ -79,13 +79,16 @@ async function main(): Promise<void> {
 
   await app.listen({ port: config.port, host: config.host });
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  logger.info({ url: `http://${host}:${config.port}`, instanceId, scheduler: config.scheduler }, 'jobclock is listening');
+  logger.info(
+    { url: `http://${host}:${config.port}`, instanceId, scheduler: config.scheduler, searchFlushMs: config.searchFlushMs },
+    'jobclock is listening',
+  );
   await migrated;
   await notifications.start();
   scheduler?.start();
   reaper.start();
   cleaner.start();
-  flusher.start();
+  flusher?.start();
 }
 
 main().catch((err: unknown) => {

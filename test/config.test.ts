@@ -24,6 +24,7 @@ describe('loadConfig', () => {
       bodyLimit: 1024 * 1024,
       dataDir: '/srv/app/.data/postgres',
       retentionMs: 7 * 24 * 3600 * 1000,
+      searchFlushMs: null,
     });
     expect(Object.isFrozen(c)).toBe(true);
   });
@@ -38,6 +39,7 @@ describe('loadConfig', () => {
       JOBCLOCK_SCHEDULER: 'off',
       JOBCLOCK_BODY_LIMIT: '2048',
       JOBCLOCK_RETENTION: '2d',
+      JOBCLOCK_SEARCH_FLUSH: '1s',
     });
     expect(c.port).toBe(8080);
     expect(c.databaseUrl).toBe('postgres://u:p@db:5432/jobs');
@@ -48,6 +50,8 @@ describe('loadConfig', () => {
     expect(c.scheduler).toBe(false);
     expect(c.bodyLimit).toBe(2048);
     expect(c.retentionMs).toBe(2 * 24 * 3600 * 1000);
+    expect(c.searchFlushMs).toBe(1000);
+    expect(loadConfig({ JOBCLOCK_SEARCH_FLUSH: 'OFF' }).searchFlushMs).toBeNull();
   });
 
   it('treats empty values as unset', () => {
@@ -63,6 +67,8 @@ describe('loadConfig', () => {
     [{ JOBCLOCK_TOKENS: 'admin:short' }, /^JOBCLOCK_TOKENS: the admin token is too short/],
     [{ JOBCLOCK_SCHEDULER: 'maybe' }, /^JOBCLOCK_SCHEDULER: expected "on" or "off"/],
     [{ JOBCLOCK_RETENTION: 'forever' }, /^JOBCLOCK_RETENTION: expected a duration/],
+    [{ JOBCLOCK_SEARCH_FLUSH: 'sometimes' }, /^JOBCLOCK_SEARCH_FLUSH: expected "off" or a duration of at least 100 ms/],
+    [{ JOBCLOCK_SEARCH_FLUSH: '10ms' }, /^JOBCLOCK_SEARCH_FLUSH: expected "off" or a duration of at least 100 ms/],
   ])('names the bad variable and what it expects: %j', (env, message) => {
     expect(problems(env)[0]).toMatch(message);
   });

@@ -88,11 +88,21 @@ describe('the jobclock process', () => {
     expect(exit.at - t0).toBeLessThan(10_000);
     expect(first.output()).toMatch(/"msg":"stopped"/);
 
-    const second = await start();
+    // the second run merges job_search's pending lists in the background (JOBCLOCK_SEARCH_FLUSH)
+    const second = await start({ JOBCLOCK_SEARCH_FLUSH: '200ms', LOG_LEVEL: 'debug' });
     await waitReady(second);
     const again = await api(second, 'GET', `/jobs/${job.id}`);
     expect(again.status).toBe(200);
     expect(((await again.json()) as { type: string }).type).toBe('persist.me');
+    expect(second.output()).toMatch(/"searchFlushMs":200/);
+    const leased = (await (await api(second, 'POST', '/jobs/next', { worker: 'w', types: ['persist.me'] })).json()) as {
+      jobs: { id: string; leaseToken: string }[];
+    };
+    expect((await api(second, 'POST', `/jobs/${job.id}/finished`, { leaseToken: leased.jobs[0]!.leaseToken })).status).toBe(200);
+    const merged = Date.now();
+    while (!/merged the search indexes' pending lists/.test(second.output()) && Date.now() - merged < 5_000)
+      await new Promise((res) => setTimeout(res, 50));
+    expect(second.output()).toMatch(/merged the search indexes' pending lists/);
     second.child.kill('SIGTERM');
     expect((await second.exited).code).toBe(0);
   }, 90_000);
