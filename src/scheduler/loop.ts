@@ -167,12 +167,7 @@ export abstract class LoopService {
  * A loop that runs `step` every `intervalMs` and, when a step fails, tries again after the same
  * interval (so that it resumes within one interval of the database coming back).
  */
-export function intervalLoop(
-  name: string,
-  deps: { logger: Logger; clock: Clock },
-  intervalMs: number,
-  step: () => Promise<unknown>,
-): Loop {
+export function intervalLoop(name: string, deps: { logger: Logger; clock: Clock }, intervalMs: number, step: () => Promise<unknown>): Loop {
   return new Loop({
     name,
     logger: deps.logger,
