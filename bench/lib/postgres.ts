@@ -143,11 +143,8 @@ export class FreshDatabase {
   }
 
   /**
-   * Before timing: fresh planner statistics for the tables just seeded (as autovacuum would have
-   * them soon), and a checkpoint so that no measurement pays for an earlier one's dirty pages.
-   */
-  /**
-   * Waits until the OS has written this database's files out (sync). A database copied from a
+   * Waits until the OS has written its dirty pages out (sync: all of them, this database's among
+   * them). A database copied from a
    * template of gigabytes was still being written out during the first seconds of a timed window
    * (vmstat: 0.2-0.6 GB dirty, up to 165 MB under writeback, iowait 12-23 %), which took the rows
    * behind the long history down in their first round. Returns the milliseconds it waited.
@@ -158,6 +155,11 @@ export class FreshDatabase {
     return performance.now() - started;
   }
 
+  /**
+   * Before timing: fresh planner statistics for the tables just seeded (as autovacuum would have
+   * them soon), and a checkpoint so that no measurement pays for an earlier one's dirty pages,
+   * written out by the OS too.
+   */
   async settle(): Promise<void> {
     const c = await this.client('bench-setup');
     try {
