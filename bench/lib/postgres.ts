@@ -144,10 +144,10 @@ export class FreshDatabase {
 
   /**
    * Waits until the OS has written its dirty pages out (sync: all of them, this database's among
-   * them). A database copied from a
-   * template of gigabytes was still being written out during the first seconds of a timed window
-   * (vmstat: 0.2-0.6 GB dirty, up to 165 MB under writeback, iowait 12-23 %), which took the rows
-   * behind the long history down in their first round. Returns the milliseconds it waited.
+   * them). A database copied from a template of gigabytes was still being written out during the
+   * first seconds of a timed window (vmstat: 0.2-0.6 GB dirty, up to 165 MB under writeback, iowait
+   * 12-23 %), which took the rows behind the long history down in their first round. Returns the
+   * milliseconds it waited.
    */
   async written(): Promise<number> {
     const started = performance.now();
