@@ -22,7 +22,6 @@ export interface TickResult {
  */
 export class LeaseReaper extends LoopService {
   protected readonly loop: Loop;
-  private readonly intervalMs: number;
   private readonly batchSize: number;
 
   constructor(
@@ -30,9 +29,8 @@ export class LeaseReaper extends LoopService {
     options: ReaperOptions = {},
   ) {
     super();
-    this.intervalMs = options.intervalMs ?? 1_000;
     this.batchSize = options.batchSize ?? 1_000;
-    this.loop = intervalLoop('lease reaper tick', ctx, this.intervalMs, () => this.tick(this.ctx.clock.now()));
+    this.loop = intervalLoop('lease reaper tick', ctx, options.intervalMs ?? 1_000, () => this.tick(this.ctx.clock.now()));
   }
 
   /** One pass at `now` over the running jobs that are overdue. */

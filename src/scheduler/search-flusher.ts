@@ -8,22 +8,20 @@ export interface FlusherOptions {
 }
 
 /**
- * Merges the pending lists of job_search's GIN indexes (args, trigrams) every second (migration
- * 0020), so that the merge is not left to whichever worker's report overflows a list: that report
- * took 80-290 ms instead of 4-15. Safe with any number of instances: one merges at a time, the
- * others find it busy and skip.
+ * Merges the pending lists of job_search's GIN indexes (args, trigrams) every interval (migration
+ * 0020; JOBCLOCK_SEARCH_FLUSH, off by default), so that the merge is not left to whichever worker's
+ * report overflows a list: that report took 80-290 ms instead of 4-15. Safe with any number of
+ * instances: one merges at a time, the others find it busy and skip.
  */
 export class SearchIndexFlusher extends LoopService {
   protected readonly loop: Loop;
-  private readonly intervalMs: number;
 
   constructor(
     readonly ctx: ServiceContext,
     options: FlusherOptions = {},
   ) {
     super();
-    this.intervalMs = options.intervalMs ?? 1_000;
-    this.loop = intervalLoop('search index flush', ctx, this.intervalMs, () => this.tick());
+    this.loop = intervalLoop('search index flush', ctx, options.intervalMs ?? 1_000, () => this.tick());
   }
 
   /** One flush: the pending pages merged (0 when another instance was at it). */

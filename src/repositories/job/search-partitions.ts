@@ -19,9 +19,8 @@ export async function jobSearchUpkeep(db: Executor, minWidth?: number): Promise<
 }
 
 /**
- * Merges the pending lists of the GIN indexes of job_search's partitions that take new rows
- * (migration 0020's jobclock_search_flush): the pending pages merged, 0 when another instance is
- * at it.
+ * Merges the pending lists of the GIN indexes of every job_search partition (migration 0020's
+ * jobclock_search_flush): the pending pages merged, 0 when another instance is at it.
  */
 export async function jobSearchFlush(db: Executor): Promise<number> {
   const { rows } = await sql<{ pages: number }>`SELECT jobclock_search_flush() AS pages`.execute(db.kysely);
