@@ -44,20 +44,19 @@ const integer = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(min, `expected at least ${min}`).max(max, `expected at most ${max}`));
 
-const duration = (minMs: number) =>
-  z.string().transform((text, ctx) => {
-    try {
-      const ms = parseDuration(text);
-      if (ms < minMs) {
-        ctx.addIssue({ code: 'custom', message: `expected a duration of at least ${minMs} ms, got "${text}"` });
-        return z.NEVER;
-      }
-      return ms;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: `expected a duration like 7d, 12h or PT30M, got "${text}"` });
-      return z.NEVER;
-    }
-  });
+/** The milliseconds of `text` if it is a duration of at least `minMs`; else an issue, `expected` naming what was asked. */
+function durationIn(text: string, minMs: number, ctx: z.RefinementCtx, expected?: string): number {
+  try {
+    const ms = parseDuration(text);
+    if (ms >= minMs) return ms;
+    ctx.addIssue({ code: 'custom', message: `${expected ?? `expected a duration of at least ${minMs} ms`}, got "${text}"` });
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `${expected ?? 'expected a duration like 7d, 12h or PT30M'}, got "${text}"` });
+  }
+  return z.NEVER;
+}
+
+const duration = (minMs: number) => z.string().transform((text, ctx) => durationIn(text, minMs, ctx));
 
 const tokens = z.string().transform((text, ctx): TokenEntry[] => {
   const entries: TokenEntry[] = [];
@@ -92,17 +91,13 @@ const onOff = z
 
 /** A duration, or "off" (null). */
 const durationOrOff = (minMs: number) =>
-  z.string().transform((text, ctx): number | null => {
-    if (text.trim().toLowerCase() === 'off') return null;
-    try {
-      const ms = parseDuration(text);
-      if (ms >= minMs) return ms;
-    } catch {
-      // named below
-    }
-    ctx.addIssue({ code: 'custom', message: `expected "off" or a duration of at least ${minMs} ms like 1s or 500ms, got "${text}"` });
-    return z.NEVER;
-  });
+  z
+    .string()
+    .transform((text, ctx): number | null =>
+      text.trim().toLowerCase() === 'off'
+        ? null
+        : durationIn(text, minMs, ctx, `expected "off" or a duration of at least ${minMs} ms like 1s or 500ms`),
+    );
 
 const envSchema = z.object({
   PORT: integer(0, 65535).default(3000),
