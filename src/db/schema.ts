@@ -27,6 +27,14 @@ export interface PeriodicTaskTable {
   concurrency_policy: Generated<ConcurrencyPolicy>;
   misfire_policy: Generated<MisfirePolicy>;
   catch_up_limit: Generated<number>;
+  max_attempts: Generated<number>;
+  catch_up_window: number | null;
+  end_at: NullableTimestamp;
+  alert_after: number | null;
+  last_success_at: NullableTimestamp;
+  last_failure_at: NullableTimestamp;
+  consecutive_failures: Generated<number>;
+  overdue_at: NullableTimestamp;
   worker: string | null;
   marked: NullableTimestamp;
   nextrun: NullableTimestamp;
@@ -70,6 +78,21 @@ export interface JobTable {
   holds_slot: Generated<boolean>;
 }
 
+/** The run ledger's records of slots that got no job, and of triggered jobs (migration 0021). */
+export interface PeriodicSlotTable {
+  task_id: string;
+  slot: Timestamp;
+  last_slot: Timestamp;
+  slots: Generated<number>;
+  outcome: 'skipped' | 'missed' | 'triggered';
+  job_id: string | null;
+  timer: string | null;
+  timezone: string | null;
+  anchor: NullableTimestamp;
+  first_run_at: NullableTimestamp;
+  recorded_at: Timestamp;
+}
+
 export interface KyselyMigrationTable {
   name: string;
   timestamp: string;
@@ -78,5 +101,6 @@ export interface KyselyMigrationTable {
 export interface Database {
   periodic_task: PeriodicTaskTable;
   job: JobTable;
+  periodic_slot: PeriodicSlotTable;
   kysely_migration: KyselyMigrationTable;
 }

@@ -56,8 +56,6 @@ export function canTransition(from: JobState, to: JobState): boolean {
 }
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
-/** Jobs of periodic tasks get one attempt: the next run is the retry. */
-export const PERIODIC_MAX_ATTEMPTS = 1;
 export const DEFAULT_LEASE_MS = 30 * MS_PER_SECOND;
 export const MIN_LEASE_MS = MS_PER_SECOND;
 export const MAX_LEASE_MS = 24 * MS_PER_HOUR;

@@ -5,6 +5,7 @@
 import { formatDuration, MS_PER_SECOND, parseDuration } from './duration.js';
 import { DomainError, InvalidInputError, type FieldIssue } from './errors.js';
 import { intervalAt, parseSchedule, type Schedule, type ScheduleContext } from './schedule/index.js';
+import { healthOf, type TaskHealth } from './task-health.js';
 
 export const CONCURRENCY_POLICIES = ['forbid', 'allow', 'replace'] as const;
 export type ConcurrencyPolicy = (typeof CONCURRENCY_POLICIES)[number];
@@ -13,6 +14,8 @@ export const MISFIRE_POLICIES = ['coalesce', 'skip', 'catch-up'] as const;
 export type MisfirePolicy = (typeof MISFIRE_POLICIES)[number];
 export const DEFAULT_CATCH_UP_LIMIT = 10;
 export const MAX_CATCH_UP_LIMIT = 1000;
+/** The most attempts a periodic task's run may have. */
+export const MAX_TASK_ATTEMPTS = 100;
 
 export const TASK_ID_PATTERN = /^[A-Za-z0-9._:-]{1,200}$/;
 
@@ -43,6 +46,20 @@ export interface PeriodicTask {
   misfirePolicy: MisfirePolicy;
   /** misfirePolicy catch-up: the most missed runs submitted at once. */
   catchUpLimit: number;
+  /** Attempts of each run (1..100); a retry never outlives its slot. */
+  maxAttempts: number;
+  /** Milliseconds: a slot older than this when the scheduler reaches it is missed; null: no limit. */
+  catchUpWindow: number | null;
+  /** No slot at or after it; null: none. */
+  endAt: Date | null;
+  /** Milliseconds: overdue when no run has finished for this long after a slot came due; null: never. */
+  alertAfter: number | null;
+  /** Health facts, kept where outcomes are written (migration 0021). */
+  lastSuccessAt: Date | null;
+  lastFailureAt: Date | null;
+  consecutiveFailures: number;
+  /** When the task turns overdue unless a run finishes first. */
+  overdueAt: Date | null;
   /** The next scheduled time; null while disabled or when the schedule never fires again. */
   nextRun: Date | null;
   lastRun: Date | null;
@@ -226,8 +243,9 @@ export function isTaskId(id: string): boolean {
   return TASK_ID_PATTERN.test(id);
 }
 
-/** A task with the tolerance and timebox that apply to its next run, defaults included. */
+/** A task with the tolerance and timebox that apply to its next run, defaults included, and its health. */
 export interface PeriodicTaskView extends PeriodicTask {
+  health: TaskHealth;
   /** `tolerance`, or its default for the run at nextRun; null if the stored schedule no longer parses. */
   effectiveTolerance: number | null;
   /** `timebox`, or its default for the run at nextRun; null if the stored schedule no longer parses. */
@@ -259,15 +277,37 @@ export class ScheduleCache {
 /** Adds the effective tolerance and timebox (computed at nextRun, or `now` when there is none). */
 export function viewOf(t: PeriodicTask, now: Date, cache: ScheduleCache): PeriodicTaskView {
   let schedule: Schedule;
+  const health = healthOf(t, now);
   try {
     schedule = cache.get(t.schedule, t.timezone);
   } catch {
-    return { ...t, effectiveTolerance: t.tolerance, effectiveTimebox: t.timebox };
+    return { ...t, health, effectiveTolerance: t.tolerance, effectiveTimebox: t.timebox };
   }
   const at = t.nextRun ?? now;
   return {
     ...t,
+    health,
     effectiveTolerance: t.tolerance ?? defaultTolerance(gapBefore(schedule, at)),
     effectiveTimebox: effectiveTimebox({ schedule, timebox: t.timebox }, at),
   };
+}
+
+/** A stored task's timing (throws when its schedule no longer parses). */
+export function taskTiming(
+  t: Pick<PeriodicTask, 'schedule' | 'timezone' | 'createdAt' | 'firstRunAt' | 'tolerance' | 'timebox'>,
+  cache: ScheduleCache,
+): TaskTiming {
+  return {
+    schedule: cache.get(t.schedule, t.timezone),
+    createdAt: t.createdAt,
+    firstRunAt: t.firstRunAt,
+    tolerance: t.tolerance,
+    timebox: t.timebox,
+  };
+}
+
+/** The first run at or after `now`, unless it lies at or after endAt. */
+export function firstRunBefore(t: Pick<TaskTiming, 'schedule' | 'createdAt' | 'firstRunAt'>, now: Date, endAt: Date | null): Date | null {
+  const next = firstRunFrom(t, now);
+  return next !== null && endAt !== null && next.getTime() >= endAt.getTime() ? null : next;
 }

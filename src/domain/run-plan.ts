@@ -11,11 +11,10 @@ import {
   scheduleContext,
   type TaskTiming,
 } from './periodic-task.js';
+import { countSlots, MAX_SLOTS_COUNTED } from './slots.js';
 
 /** Under misfirePolicy skip, a due run later than this is missed too (Quartz's misfire threshold). */
 export const MISFIRE_THRESHOLD_MS = 60_000;
-/** The most slots counted between the due one and now (a 1 s interval after a year away). */
-const MAX_SLOTS_COUNTED = 1_000_000;
 
 /** A due task as the scheduler took it: its timing, its policies, the slot due, its open job. */
 export interface DueTaskFacts {
@@ -25,6 +24,10 @@ export interface DueTaskFacts {
   misfirePolicy?: MisfirePolicy;
   /** misfirePolicy catch-up: the most runs submitted (default 10). */
   catchUpLimit?: number;
+  /** A slot older than this (milliseconds) when reached is missed, whatever the misfire policy; null: no limit. */
+  catchUpWindow?: number | null;
+  /** No slot at or after it; null: none. */
+  endAt?: Date | null;
   /** The due slot (the task's nextRun). */
   slot: Date;
   /** Policy forbid: a queued or running job of the task, if any (else null). */
@@ -43,10 +46,23 @@ export interface RunSubmission {
   runTolerance: number | null;
 }
 
+/**
+ * Due slots that got no job, as the run ledger records them: every slot of the schedule in
+ * [from, to] (`from` is a slot, `to` an inclusive bound), `slots` of them (at most MAX_SLOTS_COUNTED).
+ */
+export interface SlotGap {
+  outcome: 'skipped' | 'missed';
+  from: Date;
+  to: Date;
+  slots: number;
+  /** skipped: the open job that blocked the slots. */
+  blockedBy: string | null;
+}
+
 export interface RunPlan {
-  /** The task's next run after `now` (null: the schedule never fires again). */
+  /** The task's next run after `now` (null: the schedule never fires again, or endAt is reached). */
   nextRun: Date | null;
-  /** Slots due at `now`: the task's nextRun and every later one up to now. */
+  /** Slots due at `now`: the task's nextRun and every later one up to now (before endAt). */
   due: number;
   /** Policy coalesce folded more than one due slot into one run. */
   coalesced: boolean;
@@ -54,21 +70,23 @@ export interface RunPlan {
   submissions: RunSubmission[];
   /** Policy replace: cancel the task's open job first. */
   replaceOpen: boolean;
-  /** Why due slots were not submitted: an open job (policy forbid), or missed (misfire skip / over catchUpLimit). */
+  /** Why due slots were not submitted: an open job (policy forbid), or missed (misfire policy, catch-up window, catchUpLimit). */
   skipped: { reason: 'forbid-open-job'; openJobId: string } | { reason: 'missed'; slots: number } | null;
+  /** The due slots that got no job, for the run ledger (oldest first). */
+  gaps: SlotGap[];
 }
 
-/** The slots from `slot` up to `now`: how many, and the last `keep` of them. */
-function dueSlots(t: DueTaskFacts, now: Date, keep: number, countUpTo = MAX_SLOTS_COUNTED): { count: number; last: Date[] } {
+/** The last `keep` slots from `first` up to `upTo`, and how many there are (at most MAX_SLOTS_COUNTED). */
+function dueSlots(t: DueTaskFacts, first: Date, upTo: Date, keep: number, countUpTo = MAX_SLOTS_COUNTED): { count: number; last: Date[] } {
   const last: Date[] = [];
   const ctx = scheduleContext(t.timing);
   let count = 0;
-  for (let s: Date | null = t.slot; s !== null && s.getTime() <= now.getTime() && count < countUpTo; s = t.timing.schedule.next(s, ctx)) {
+  for (let s: Date | null = first; s !== null && s.getTime() <= upTo.getTime() && count < countUpTo; s = t.timing.schedule.next(s, ctx)) {
     count++;
     last.push(s);
     if (last.length > keep) last.shift();
   }
-  return { count: Math.max(count, 1), last: last.length > 0 ? last : [t.slot] };
+  return { count: Math.max(count, 1), last: last.length > 0 ? last : [first] };
 }
 
 function submission(t: DueTaskFacts, slot: Date, dropCheck: boolean): RunSubmission {
@@ -81,12 +99,23 @@ function submission(t: DueTaskFacts, slot: Date, dropCheck: boolean): RunSubmiss
   return { runAt: slot, scheduledAt: slot, timebox: effectiveTimebox(t.timing, slot), runInterval, runTolerance };
 }
 
+/** The slots of [from, to] as a gap, or none when the span holds no slot. */
+function gapOf(t: DueTaskFacts, outcome: SlotGap['outcome'], from: Date | null, to: Date, blockedBy: string | null = null): SlotGap[] {
+  if (from === null || from.getTime() > to.getTime()) return [];
+  const slots = countSlots(t.timing.schedule, scheduleContext(t.timing), from, to);
+  return slots > 0 ? [{ outcome, from, to, slots, blockedBy }] : [];
+}
+
+const before = (d: Date) => new Date(d.getTime() - 1);
+
 /**
  * Plans the due run(s) of a task at `now`. nextRun always advances to the first scheduled time after
- * `now`. Then:
- * - forbid with an open job: nothing is submitted;
- * - misfirePolicy coalesce (default): one run, for the due slot, whatever number of slots passed
- *   (`coalesced` tells when there was more than one);
+ * `now` (null at or after endAt). Slots at or after endAt are not slots. Then:
+ * - catchUpWindow: the due slots older than `now − catchUpWindow` are missed, whatever the policy,
+ *   and the rules below apply to the others;
+ * - forbid with an open job: nothing is submitted; the due slots are skipped;
+ * - misfirePolicy coalesce (default): one run, for the oldest due slot, whatever number of slots
+ *   passed (`coalesced` tells when there was more than one; the others are missed);
  * - skip: only a due slot that is the last one before `now` and at most MISFIRE_THRESHOLD_MS late
  *   runs; missed slots are not submitted;
  * - catch-up: each due slot runs, oldest first, at most catchUpLimit (the most recent ones). Under
@@ -95,47 +124,81 @@ function submission(t: DueTaskFacts, slot: Date, dropCheck: boolean): RunSubmiss
  *   one after another);
  * - replace cancels the open job first; allow carries the drop check (the gap before the slot and
  *   the tolerance) on an ordinary run; every submission carries its timebox.
+ * Every due slot that gets no job is in `gaps`, exactly once.
  */
 export function planDueRun(t: DueTaskFacts, now: Date): RunPlan {
   const misfire = t.misfirePolicy ?? 'coalesce';
   const limit = t.catchUpLimit ?? 10;
-  const nextRun = nextRunAfter(t.timing, t.slot, now);
+  const endAt = t.endAt ?? null;
+  const ctx = scheduleContext(t.timing);
+  let nextRun = nextRunAfter(t.timing, t.slot, now);
+  if (nextRun !== null && endAt !== null && nextRun.getTime() >= endAt.getTime()) nextRun = null;
+  const none = { nextRun, due: 0, coalesced: false, submissions: [], replaceOpen: false, skipped: null, gaps: [] };
+  // the last moment a due slot may lie at: now, or just before endAt
+  const upTo = endAt !== null && endAt.getTime() <= now.getTime() ? before(endAt) : now;
+  if (t.slot.getTime() > upTo.getTime()) return none;
+  const gaps: SlotGap[] = [];
+  let first: Date | null = t.slot;
+  let missedCount = 0;
+  const window = t.catchUpWindow ?? null;
+  if (window !== null && t.slot.getTime() < now.getTime() - window) {
+    const cutoff = new Date(now.getTime() - window);
+    const old = gapOf(t, 'missed', t.slot, before(cutoff));
+    gaps.push(...old);
+    missedCount += old[0]?.slots ?? 0;
+    first = t.timing.schedule.next(before(cutoff), ctx);
+    if (first === null || first.getTime() > upTo.getTime()) {
+      return { ...none, due: missedCount, skipped: missedCount > 0 ? { reason: 'missed', slots: missedCount } : null, gaps };
+    }
+  }
+  const from: Date = first!;
   // coalesce only needs to know whether more than one slot passed
-  const { count, last } = dueSlots(t, now, misfire === 'catch-up' ? limit : 1, misfire === 'coalesce' ? 2 : MAX_SLOTS_COUNTED);
-  const base = { nextRun, due: count, replaceOpen: t.concurrencyPolicy === 'replace' };
+  const { count, last } = dueSlots(t, from, upTo, misfire === 'catch-up' ? limit : 1, misfire === 'coalesce' ? 2 : MAX_SLOTS_COUNTED);
+  const base = { nextRun, due: count + missedCount, replaceOpen: t.concurrencyPolicy === 'replace' };
   if (t.concurrencyPolicy === 'forbid' && t.openJobId !== null) {
+    gaps.push(...gapOf(t, 'skipped', from, upTo, t.openJobId));
     return {
       ...base,
       coalesced: false,
       submissions: [],
       replaceOpen: false,
       skipped: { reason: 'forbid-open-job', openJobId: t.openJobId },
+      gaps,
     };
   }
+  // the slots of [from, upTo] other than the contiguous run `chosen` are missed
+  const missedAround = (chosen: readonly Date[]): SlotGap[] => {
+    if (chosen.length === 0) return gapOf(t, 'missed', from, upTo);
+    const lastChosen = chosen[chosen.length - 1]!;
+    return [...gapOf(t, 'missed', from, before(chosen[0]!)), ...gapOf(t, 'missed', t.timing.schedule.next(lastChosen, ctx), upTo)];
+  };
+  const finish = (coalesced: boolean, chosen: Date[], dropCheck: boolean): RunPlan => {
+    const around = missedAround(chosen);
+    gaps.push(...around);
+    const missed = missedCount + around.reduce((n, g) => n + g.slots, 0);
+    return {
+      ...base,
+      coalesced,
+      submissions: chosen.map((s) => submission(t, s, dropCheck)),
+      skipped: missed > 0 ? { reason: 'missed', slots: missed } : null,
+      gaps,
+    };
+  };
   switch (misfire) {
-    case 'coalesce':
-      return { ...base, coalesced: count > 1, submissions: [submission(t, t.slot, true)], skipped: null };
+    case 'coalesce': {
+      const plan = finish(count > 1, [from], true);
+      // coalescing is not missing a run: only a window's slots are reported as missed here
+      return { ...plan, skipped: missedCount > 0 ? { reason: 'missed', slots: missedCount } : null };
+    }
     case 'skip': {
       const latest = last[last.length - 1]!;
       const onTime = now.getTime() - latest.getTime() <= MISFIRE_THRESHOLD_MS;
-      const missed = count - (onTime ? 1 : 0);
-      return {
-        ...base,
-        coalesced: false,
-        submissions: onTime ? [submission(t, latest, true)] : [],
-        skipped: missed > 0 ? { reason: 'missed', slots: missed } : null,
-      };
+      return finish(false, onTime ? [latest] : [], true);
     }
     case 'catch-up': {
       const one = t.concurrencyPolicy !== 'allow';
       const chosen = one ? [t.concurrencyPolicy === 'forbid' ? last[0]! : last[last.length - 1]!] : last;
-      const missed = count - chosen.length;
-      return {
-        ...base,
-        coalesced: false,
-        submissions: chosen.map((s) => submission(t, s, count === 1)),
-        skipped: missed > 0 ? { reason: 'missed', slots: missed } : null,
-      };
+      return finish(false, chosen, count === 1 && missedCount === 0);
     }
   }
 }

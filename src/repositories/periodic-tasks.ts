@@ -7,8 +7,8 @@ import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Executor } from '../db/executor.js';
 import type { PeriodicTaskTable } from '../db/schema.js';
 import { CHANNELS } from '../db/notifications.js';
-import { PERIODIC_MAX_ATTEMPTS } from '../domain/job.js';
 import type { ConcurrencyPolicy, MisfirePolicy, PeriodicTask } from '../domain/periodic-task.js';
+import type { HealthStatus } from '../domain/task-health.js';
 import { replacedEvents, replacedSet } from './job/replaced.js';
 import type { TaskSubmission } from './job/submit-for-task.js';
 
@@ -38,6 +38,14 @@ export function taskFromRow(r: TaskRow): PeriodicTask {
     concurrencyPolicy: r.concurrency_policy,
     misfirePolicy: r.misfire_policy,
     catchUpLimit: r.catch_up_limit,
+    maxAttempts: r.max_attempts,
+    catchUpWindow: r.catch_up_window,
+    endAt: r.end_at,
+    alertAfter: r.alert_after,
+    lastSuccessAt: r.last_success_at,
+    lastFailureAt: r.last_failure_at,
+    consecutiveFailures: r.consecutive_failures,
+    overdueAt: r.overdue_at,
     nextRun: r.nextrun,
     lastRun: r.last_run,
     worker: r.worker,
@@ -68,7 +76,9 @@ export type TaskValues = Pick<
   | 'misfirePolicy'
   | 'catchUpLimit'
   | 'nextRun'
->;
+> &
+  // columns added later, with defaults of their own
+  Partial<Pick<PeriodicTask, 'maxAttempts' | 'catchUpWindow' | 'endAt' | 'alertAfter' | 'overdueAt'>>;
 
 function columns(v: Partial<TaskValues>) {
   const c: Record<string, unknown> = {};
@@ -88,6 +98,11 @@ function columns(v: Partial<TaskValues>) {
   if (v.concurrencyPolicy !== undefined) c.concurrency_policy = v.concurrencyPolicy;
   if (v.misfirePolicy !== undefined) c.misfire_policy = v.misfirePolicy;
   if (v.catchUpLimit !== undefined) c.catch_up_limit = v.catchUpLimit;
+  if (v.maxAttempts !== undefined) c.max_attempts = v.maxAttempts;
+  if (v.catchUpWindow !== undefined) c.catch_up_window = v.catchUpWindow;
+  if (v.endAt !== undefined) c.end_at = iso(v.endAt);
+  if (v.alertAfter !== undefined) c.alert_after = v.alertAfter;
+  if (v.overdueAt !== undefined) c.overdue_at = iso(v.overdueAt);
   if (v.nextRun !== undefined) c.nextrun = iso(v.nextRun);
   return c;
 }
@@ -124,6 +139,8 @@ export interface TaskFilter {
   owner?: string | undefined;
   task?: string | undefined;
   enabled?: boolean | undefined;
+  /** Health status at `now` (see domain/task-health.ts healthOf). */
+  health?: { status: HealthStatus; now: Date } | undefined;
   /** Keyset: ids greater than this. */
   after?: string | undefined;
   limit: number;
@@ -135,6 +152,16 @@ export async function taskList(db: Executor, f: TaskFilter): Promise<TaskRow[]> 
   if (f.owner !== undefined) q = q.where('owner', '=', f.owner);
   if (f.task !== undefined) q = q.where('task', '=', f.task);
   if (f.enabled !== undefined) q = q.where('enabled', '=', f.enabled);
+  // each status as healthOf reads it, first match wins: disabled, overdue, failing, ok
+  if (f.health !== undefined) {
+    const now = f.health.now;
+    const notOverdue = sql<boolean>`(overdue_at IS NULL OR overdue_at > ${now})`;
+    const status = f.health.status;
+    if (status === 'disabled') q = q.where(sql<boolean>`NOT enabled`);
+    if (status === 'overdue') q = q.where(sql<boolean>`enabled AND overdue_at <= ${now}`);
+    if (status === 'failing') q = q.where(sql<boolean>`enabled AND consecutive_failures > 0 AND ${notOverdue}`);
+    if (status === 'ok') q = q.where(sql<boolean>`enabled AND consecutive_failures = 0 AND ${notOverdue}`);
+  }
   if (f.after !== undefined) q = q.where('id', '>', f.after);
   return q
     .orderBy('id')
@@ -176,9 +203,16 @@ export interface DueTask {
   concurrency_policy: ConcurrencyPolicy;
   misfire_policy: MisfirePolicy;
   catch_up_limit: number;
+  catch_up_window: number | null;
+  end_at: Date | null;
+  alert_after: number | null;
+  last_success_at: Date | null;
+  overdue_at: Date | null;
   nextrun: Date;
-  /** forbid only: a queued or running job of the task, if any. */
+  /** forbid only: a queued or running job of the task that is not a waiting retry, if any. */
   open_job_id: number | null;
+  /** Queued retries of earlier runs (attempted before, queued again): they end at this slot. */
+  retry_ids: number[];
 }
 
 /**
@@ -186,32 +220,46 @@ export interface DueTask {
  * stale one, by locking their rows: FOR UPDATE SKIP LOCKED, so tasks another instance is handling
  * right now are passed over, never waited for. The lock is the mark of a scheduler batch: it lasts
  * exactly as long as the batch's transaction, and vanishes with the connection of an instance that
- * dies. For forbid tasks it also answers whether an open job exists (job_open_by_task_idx).
+ * dies. For forbid tasks it also answers whether an open job exists, and for tasks whose runs are
+ * retried, which of their open jobs are retries waiting (job_open_by_task_idx).
  */
 export async function taskTakeDue(db: Executor, p: { now: Date; staleBefore: Date; limit: number }): Promise<DueTask[]> {
-  const { rows } = await sql<Omit<DueTask, 'open_job_id'>>`
+  const { rows } = await sql<Omit<DueTask, 'open_job_id' | 'retry_ids'> & { max_attempts: number }>`
     SELECT t.id, t.timer, t.timezone, t.created, t.first_run_at, t.tolerance, t.timebox,
-           t.concurrency_policy, t.misfire_policy, t.catch_up_limit, t.nextrun
+           t.concurrency_policy, t.misfire_policy, t.catch_up_limit, t.catch_up_window, t.end_at,
+           t.alert_after, t.last_success_at, t.overdue_at, t.max_attempts, t.nextrun
       FROM periodic_task t
      WHERE t.enabled AND t.nextrun <= ${p.now}
        AND (t.marked IS NULL OR t.marked <= ${p.staleBefore})
      ORDER BY t.nextrun
      LIMIT ${p.limit}
        FOR UPDATE OF t SKIP LOCKED`.execute(db.kysely);
-  // The open jobs of the forbid tasks, in one statement for the whole batch. As a subquery per
-  // task it was planned with the job table's statistics, and while those said "empty" (a new
-  // database, or before autovacuum's first look) each of a batch's thousand subqueries scanned
-  // the whole table, which the other lanes were filling at the same moment.
-  const forbid = rows.filter((r) => r.concurrency_policy === 'forbid').map((r) => r.id);
+  // The open jobs of the forbid tasks and of tasks that retry, in one statement for the whole
+  // batch. As a subquery per task it was planned with the job table's statistics, and while those
+  // said "empty" (a new database, or before autovacuum's first look) each of a batch's thousand
+  // subqueries scanned the whole table, which the other lanes were filling at the same moment.
+  // A task whose runs were never retried (allow or replace, maxAttempts 1) needs no look.
+  const probe = rows.filter((r) => r.concurrency_policy === 'forbid' || r.max_attempts > 1).map((r) => r.id);
   const open = new Map<string, number>();
-  if (forbid.length > 0) {
-    const found = await sql<{ periodic_task_id: string; id: number }>`
-      SELECT DISTINCT ON (periodic_task_id) periodic_task_id, id FROM job
-       WHERE periodic_task_id = ANY(${forbid}::text[]) AND state IN ('queued', 'running')
+  const retries = new Map<string, number[]>();
+  if (probe.length > 0) {
+    const found = await sql<{ periodic_task_id: string; id: number; retry: boolean }>`
+      SELECT periodic_task_id, id, state = 'queued' AND attempts > 0 AS retry FROM job
+       WHERE periodic_task_id = ANY(${probe}::text[]) AND state IN ('queued', 'running')
        ORDER BY periodic_task_id, id`.execute(db.kysely);
-    for (const r of found.rows) open.set(r.periodic_task_id, r.id);
+    for (const r of found.rows) {
+      if (r.retry) retries.set(r.periodic_task_id, [...(retries.get(r.periodic_task_id) ?? []), r.id]);
+      else if (!open.has(r.periodic_task_id)) open.set(r.periodic_task_id, r.id);
+    }
   }
-  return rows.map((r) => ({ ...r, open_job_id: open.get(r.id) ?? null }));
+  return rows.map(({ max_attempts, ...r }) => {
+    void max_attempts;
+    return {
+      ...r,
+      open_job_id: r.concurrency_policy === 'forbid' ? (open.get(r.id) ?? null) : null,
+      retry_ids: retries.get(r.id) ?? [],
+    };
+  });
 }
 
 /** Clears every mark of `worker` (scheduler stop). */
@@ -245,10 +293,29 @@ export async function taskEarliestNextRun(db: Executor, staleMs: number): Promis
   return rows[0]?.at ?? null;
 }
 
+/** A run of due slots that got no job, recorded for the run ledger (migration 0021). */
+export interface SlotRecord {
+  taskId: string;
+  outcome: 'skipped' | 'missed';
+  from: Date;
+  to: Date;
+  slots: number;
+  blockedBy: string | null;
+  /** The schedule the slots were read from (kept for records of more than one slot). */
+  schedule: { timer: string; timezone: string; anchor: Date; firstRunAt: Date | null } | null;
+}
+
 /** What a scheduler batch writes: every taken task's new nextrun, and the jobs of those that run. */
 export interface BatchWrite {
-  /** Every task of the batch and its new nextrun (null: the schedule never fires again). */
-  advance: readonly { taskId: string; nextRun: Date | null }[];
+  /**
+   * Every task of the batch, its new nextrun (null: the schedule never fires again) and, for tasks
+   * with alertAfter, when it turns overdue (null: as it is).
+   */
+  advance: readonly { taskId: string; nextRun: Date | null; overdueAt?: Date | null }[];
+  /** Queued retries of earlier runs, dropped because the task's next slot came due. */
+  dropRetries?: readonly string[];
+  /** Due slots that got no job. */
+  records?: readonly SlotRecord[];
   /** The jobs to submit (policy forbid with an open job: none). */
   submit: readonly TaskSubmission[];
   /** Policy replace: tasks whose open jobs are cancelled. */
@@ -264,6 +331,8 @@ export interface BatchWrite {
 export interface BatchWritten {
   inserted: { id: string; periodicTaskId: string; scheduledAt: Date }[];
   cancelled: { id: string; periodicTaskId: string }[];
+  /** Retries dropped (reason next-run-due). */
+  dropped: { id: string; periodicTaskId: string }[];
 }
 
 /**
@@ -272,24 +341,48 @@ export interface BatchWritten {
  * the task rows), all from arrays (unnest): no round trip per task.
  */
 export async function taskAdvanceAndSubmit(db: Executor, w: BatchWrite, now: Date): Promise<BatchWritten> {
-  if (w.advance.length === 0) return { inserted: [], cancelled: [] };
+  if (w.advance.length === 0) return { inserted: [], cancelled: [], dropped: [] };
   const s = w.submit;
+  const r = w.records ?? [];
   const advanceIds = w.advance.map((a) => a.taskId);
   // Both reads of periodic_task are forced to be one primary-key probe per task (LATERAL …
   // OFFSET 0): joined to unnest() directly, the planner hashes the whole table for every batch
   // while the table is small enough to look cheap, and that is O(tasks) per batch.
-  const { rows } = await sql<{ kind: 'job' | 'cancelled'; id: number; periodic_task_id: string; scheduled_at: Date | null }>`
+  const { rows } = await sql<{ kind: 'job' | 'cancelled' | 'dropped'; id: number; periodic_task_id: string; scheduled_at: Date | null }>`
     WITH advanced AS (
       UPDATE periodic_task t
-         SET nextrun = a.nextrun, worker = NULL, marked = NULL
-        FROM (SELECT x.nextrun, p.ctid AS row_id
-                FROM unnest(${advanceIds}::text[], ${w.advance.map((a) => iso(a.nextRun))}::timestamptz[]) AS x(id, nextrun)
+         SET nextrun = a.nextrun, worker = NULL, marked = NULL, overdue_at = coalesce(a.overdue_at, t.overdue_at)
+        FROM (SELECT x.nextrun, x.overdue_at, p.ctid AS row_id
+                FROM unnest(${advanceIds}::text[], ${w.advance.map((a) => iso(a.nextRun))}::timestamptz[],
+                            ${w.advance.map((a) => iso(a.overdueAt ?? null))}::timestamptz[]) AS x(id, nextrun, overdue_at)
                 CROSS JOIN LATERAL (SELECT ctid FROM periodic_task WHERE id = x.id OFFSET 0) p) a
        WHERE t.ctid = a.row_id
+    ), dropped AS (
+      -- a retry never outlives its slot: compare-and-set on queued, so one leased meanwhile runs on
+      UPDATE job
+         SET state = 'dropped', finished_at = ${now}, lease_token = NULL, updated_at = ${now},
+             error = jsonb_build_object('kind', 'dropped', 'reason', 'next-run-due',
+               'message', 'retry dropped: the next run of periodic task ' || periodic_task_id || ' came due', 'at', ${iso(now)}::text)
+       WHERE id = ANY(${w.dropRetries ?? []}::bigint[]) AND state = 'queued'
+      RETURNING id, periodic_task_id, attempts, error
+    ), drop_events AS (
+      INSERT INTO job_event (job_id, at, kind, attempt, detail)
+      SELECT d.id, ${now}, 'dropped', d.attempts, jsonb_build_object('reason', 'next-run-due', 'error', d.error) FROM dropped d
+    ), recorded AS (
+      INSERT INTO periodic_slot (task_id, slot, last_slot, slots, outcome, job_id, timer, timezone, anchor, first_run_at, recorded_at)
+      SELECT x.* , ${now}::timestamptz
+        FROM unnest(${r.map((x) => x.taskId)}::text[], ${r.map((x) => iso(x.from))}::timestamptz[],
+                    ${r.map((x) => iso(x.to))}::timestamptz[], ${r.map((x) => x.slots)}::int[], ${r.map((x) => x.outcome)}::text[],
+                    ${r.map((x) => x.blockedBy)}::bigint[], ${r.map((x) => x.schedule?.timer ?? null)}::text[],
+                    ${r.map((x) => x.schedule?.timezone ?? null)}::text[], ${r.map((x) => iso(x.schedule?.anchor ?? null))}::timestamptz[],
+                    ${r.map((x) => iso(x.schedule?.firstRunAt ?? null))}::timestamptz[])
+             AS x(task_id, slot, last_slot, slots, outcome, job_id, timer, timezone, anchor, first_run_at)
+      ON CONFLICT DO NOTHING
     ), cancelled AS (
       UPDATE job
          SET ${replacedSet(now)}
        WHERE periodic_task_id = ANY(${w.replace}::text[]) AND state IN ('queued', 'running')
+         AND id <> ALL(${w.dropRetries ?? []}::bigint[])
       RETURNING id, periodic_task_id, lease_token, attempts, worker, error
     ), cancel_events AS (
       ${replacedEvents('cancelled', now)}
@@ -297,25 +390,27 @@ export async function taskAdvanceAndSubmit(db: Executor, w: BatchWrite, now: Dat
       INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
                        periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
                        created_at, updated_at)
-      SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.slot, ${PERIODIC_MAX_ATTEMPTS}::int,
+      SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.slot, t.max_attempts,
              t.id, x.slot, x.timebox, x.run_interval, x.run_tolerance, ${now}, ${now}
         FROM unnest(${s.map((i) => i.taskId)}::text[],
                     ${s.map((i) => iso(i.scheduledAt))}::timestamptz[],
                     ${s.map((i) => i.timebox)}::bigint[],
                     ${s.map((i) => i.runInterval)}::bigint[],
                     ${s.map((i) => i.runTolerance)}::bigint[]) AS x(task_id, slot, timebox, run_interval, run_tolerance)
-        CROSS JOIN LATERAL (SELECT task, group_, args, subject, submitter, priority, id
+        CROSS JOIN LATERAL (SELECT task, group_, args, subject, submitter, priority, max_attempts, id
                               FROM periodic_task WHERE id = x.task_id OFFSET 0) t
       ${w.skipExisting ? sql`ON CONFLICT (periodic_task_id, scheduled_at) WHERE periodic_task_id IS NOT NULL DO NOTHING` : sql``}
       RETURNING id, periodic_task_id, scheduled_at
     )
     SELECT 'job' AS kind, id, periodic_task_id, scheduled_at FROM inserted
     UNION ALL
-    SELECT 'cancelled', id, periodic_task_id, NULL FROM cancelled`.execute(db.kysely);
-  const out: BatchWritten = { inserted: [], cancelled: [] };
-  for (const r of rows) {
-    if (r.kind === 'job') out.inserted.push({ id: String(r.id), periodicTaskId: r.periodic_task_id, scheduledAt: r.scheduled_at! });
-    else out.cancelled.push({ id: String(r.id), periodicTaskId: r.periodic_task_id });
+    SELECT 'cancelled', id, periodic_task_id, NULL FROM cancelled
+    UNION ALL
+    SELECT 'dropped', id, periodic_task_id, NULL FROM dropped`.execute(db.kysely);
+  const out: BatchWritten = { inserted: [], cancelled: [], dropped: [] };
+  for (const row of rows) {
+    if (row.kind === 'job') out.inserted.push({ id: String(row.id), periodicTaskId: row.periodic_task_id, scheduledAt: row.scheduled_at! });
+    else out[row.kind].push({ id: String(row.id), periodicTaskId: row.periodic_task_id });
   }
   return out;
 }

@@ -10,8 +10,10 @@ import {
   taskEarliestNextRun,
   taskTakeDue,
   taskUnmark,
+  type SlotRecord,
   type TaskSubmission,
 } from '../repositories/periodic-tasks.js';
+import { overdueAtOf } from '../domain/task-health.js';
 import type { ServiceContext } from '../services/context.js';
 
 /** What one tick did. */
@@ -58,6 +60,10 @@ const FAILURE_RETRY_MAX_MS = 1_000;
 
 interface BatchResult {
   taken: number;
+  /** Queued retries dropped because their task's next slot came due. */
+  dropped: { id: string; periodicTaskId: string }[];
+  /** Slots that got no job, by outcome. */
+  recorded: { skipped: number; missed: number };
   inserted: { id: string; periodicTaskId: string; scheduledAt: Date }[];
   skipped: { taskId: string; openJobId: string; scheduledAt: Date }[];
   cancelled: { id: string; periodicTaskId: string }[];
@@ -243,9 +249,13 @@ export class PeriodicScheduler {
         summary.coalesced += batch.coalesced;
         this.logBatch(batch);
         const metrics = this.ctx.metrics;
-        if (metrics && batch.inserted.length > 0) {
+        if (metrics) {
           const committed = this.ctx.clock.now().getTime();
           for (const s of batch.inserted) metrics.periodicSubmitted(committed - s.scheduledAt.getTime());
+          metrics.periodicSlots('skipped', batch.recorded.skipped);
+          metrics.periodicSlots('missed', batch.recorded.missed);
+          metrics.periodicSlots('dropped', batch.dropped.length);
+          metrics.periodicSlots('cancelled', batch.cancelled.length);
         }
         if (batch.taken < this.batchSize) break;
       }
@@ -274,7 +284,10 @@ export class PeriodicScheduler {
   private async runBatch(trx: Executor, now: Date, staleBefore: Date, skipExisting: boolean, onFull: () => void): Promise<BatchResult> {
     const due = await taskTakeDue(trx, { now, staleBefore, limit: this.batchSize });
     if (due.length === this.batchSize) onFull(); // more may be due: the other lanes take them meanwhile
-    const advance: { taskId: string; nextRun: Date | null }[] = [];
+    const advance: { taskId: string; nextRun: Date | null; overdueAt?: Date | null }[] = [];
+    const dropRetries: string[] = [];
+    const records: SlotRecord[] = [];
+    const recorded = { skipped: 0, missed: 0 };
     const submit: TaskSubmission[] = [];
     const replace: string[] = [];
     const skipped: BatchResult['skipped'] = [];
@@ -304,12 +317,34 @@ export class PeriodicScheduler {
           concurrencyPolicy: t.concurrency_policy,
           misfirePolicy: t.misfire_policy,
           catchUpLimit: t.catch_up_limit,
+          catchUpWindow: t.catch_up_window,
+          endAt: t.end_at,
           slot: t.nextrun,
           openJobId,
         },
         now,
       );
-      advance.push({ taskId: t.id, nextRun: plan.nextRun });
+      // the dead man's switch: set again once a run finished (the outcome trigger clears it when
+      // it cannot tell the next slot); a task still waiting for a success keeps its moment
+      const overdueAt =
+        t.alert_after !== null && t.overdue_at === null
+          ? overdueAtOf({ ...timing, alertAfter: t.alert_after, endAt: t.end_at, lastSuccessAt: t.last_success_at })
+          : null;
+      advance.push({ taskId: t.id, nextRun: plan.nextRun, overdueAt });
+      // a slot came due: retries of earlier runs end here (API.md: a retry never outlives its slot)
+      if (plan.due > 0) dropRetries.push(...t.retry_ids.map(String));
+      for (const g of plan.gaps) {
+        recorded[g.outcome] += g.slots;
+        records.push({
+          taskId: t.id,
+          outcome: g.outcome,
+          from: g.from,
+          to: g.to,
+          slots: g.slots,
+          blockedBy: g.blockedBy,
+          schedule: g.slots > 1 ? { timer: t.timer, timezone: t.timezone, anchor: t.created, firstRunAt: t.first_run_at } : null,
+        });
+      }
       if (plan.coalesced) coalesced++;
       if (plan.skipped?.reason === 'forbid-open-job') {
         skipped.push({ taskId: t.id, openJobId: plan.skipped.openJobId, scheduledAt: t.nextrun });
@@ -320,13 +355,24 @@ export class PeriodicScheduler {
       if (plan.replaceOpen) replace.push(t.id);
       for (const sub of plan.submissions) submit.push({ taskId: t.id, ...sub });
     }
-    const written = await taskAdvanceAndSubmit(trx, { advance, submit, replace, skipExisting }, now);
+    const written = await taskAdvanceAndSubmit(trx, { advance, submit, replace, skipExisting, dropRetries, records }, now);
     let duplicates: TaskSubmission[] = [];
     if (written.inserted.length < submit.length) {
       const got = new Set(written.inserted.map((i) => i.periodicTaskId));
       duplicates = submit.filter((x) => !got.has(x.taskId));
     }
-    return { taken: due.length, inserted: written.inserted, skipped, cancelled: written.cancelled, duplicates, broken, missed, coalesced };
+    return {
+      taken: due.length,
+      inserted: written.inserted,
+      skipped,
+      cancelled: written.cancelled,
+      dropped: written.dropped,
+      recorded,
+      duplicates,
+      broken,
+      missed,
+      coalesced,
+    };
   }
 
   private logBatch(b: BatchResult): void {
@@ -342,6 +388,9 @@ export class PeriodicScheduler {
     }
     for (const c of b.cancelled) {
       log.info({ taskId: c.periodicTaskId, jobId: c.id }, 'cancelled open job of periodic task (policy replace)');
+    }
+    for (const d of b.dropped) {
+      log.info({ taskId: d.periodicTaskId, jobId: d.id }, 'dropped queued retry of periodic task: its next run came due');
     }
     for (const d of b.duplicates) {
       log.warn({ taskId: d.taskId, scheduledAt: d.scheduledAt }, 'slot of periodic task already had a job; not submitted again');

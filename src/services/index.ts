@@ -4,10 +4,12 @@ import { Metrics } from './metrics.js';
 import { PeriodicTaskService } from './periodic-tasks.js';
 import type { ServiceContext } from './context.js';
 import { StatsService } from './stats.js';
+import { TaskRunsService } from './task-runs.js';
 
 export interface Services {
   jobs: JobService;
   tasks: PeriodicTaskService;
+  runs: TaskRunsService;
   stats: StatsService;
   flow: FlowService;
   metrics: Metrics;
@@ -19,6 +21,7 @@ export function createServices(ctx: ServiceContext): Services {
   return {
     jobs: new JobService(ctx),
     tasks: new PeriodicTaskService(ctx),
+    runs: new TaskRunsService(ctx),
     stats: new StatsService(ctx),
     flow: new FlowService(ctx),
     metrics: ctx.metrics,

@@ -28,6 +28,7 @@ export class Metrics {
   private readonly completed: Counter<'type' | 'outcome'>;
   private readonly leaseWait: Histogram;
   private readonly lateness: Histogram;
+  private readonly slots: Counter<'outcome'>;
   private readonly http: Histogram<'route' | 'method' | 'status'>;
   private readonly gaugeTtlMs: number;
   private gauges: { at: number; counts: Promise<OpenCounts[]> } | null = null;
@@ -63,6 +64,12 @@ export class Metrics {
       name: 'jobclock_periodic_lateness_seconds',
       help: "From a periodic task's nextRun to its job being submitted.",
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 60],
+      registers,
+    });
+    this.slots = new Counter({
+      name: 'jobclock_periodic_slots_total',
+      help: 'Slots of periodic tasks whose outcome became final, by outcome (finished, failed, dropped, cancelled, skipped, missed).',
+      labelNames: ['outcome'],
       registers,
     });
     this.http = new Histogram({
@@ -128,6 +135,11 @@ export class Metrics {
 
   periodicSubmitted(latenessMs: number): void {
     this.lateness.observe(Math.max(0, latenessMs) / 1000);
+  }
+
+  /** Slots of periodic tasks whose outcome became final (counted by whoever decided it). */
+  periodicSlots(outcome: 'finished' | 'failed' | 'dropped' | 'cancelled' | 'skipped' | 'missed', n = 1): void {
+    if (n > 0) this.slots.inc({ outcome }, n);
   }
 
   httpRequest(route: string, method: string, status: number, seconds: number): void {

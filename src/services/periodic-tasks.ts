@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { withTransaction } from '../db/executor.js';
-import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
+import { ConflictError, DomainError, InvalidInputError, NotFoundError } from '../domain/errors.js';
 import { MAX_BACKFILL, planBackfill, slotsBetween } from '../domain/run-plan.js';
 import type { Job } from '../domain/job.js';
 import {
@@ -8,7 +8,7 @@ import {
   DEFAULT_CATCH_UP_LIMIT,
   effectiveTimebox,
   type MisfirePolicy,
-  firstRunFrom,
+  firstRunBefore,
   isTaskId,
   type PeriodicTask,
   type PeriodicTaskView,
@@ -27,6 +27,9 @@ import {
   type TaskValues,
 } from '../repositories/periodic-tasks.js';
 import { jobCancelOpenOfTasks, jobOpenOfTask, jobSlotsOfTask, jobSubmitForTask, jobSubmitSlots } from '../repositories/jobs.js';
+import { slotRecordTrigger } from '../repositories/task-runs.js';
+import { type HealthStatus, overdueAtOf } from '../domain/task-health.js';
+import { parseDuration } from '../domain/duration.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
@@ -51,6 +54,12 @@ export interface TaskCreateInput {
   concurrencyPolicy?: ConcurrencyPolicy | undefined;
   misfirePolicy?: MisfirePolicy | undefined;
   catchUpLimit?: number | undefined;
+  maxAttempts?: number | undefined;
+  /** Duration strings or null. */
+  catchUpWindow?: string | null | undefined;
+  alertAfter?: string | null | undefined;
+  /** ISO 8601 timestamp or null. */
+  endAt?: string | null | undefined;
 }
 
 /** Any writable field; absent fields stay as they are, null resets a nullable field. */
@@ -63,6 +72,7 @@ export interface TaskListQuery {
   owner?: string | undefined;
   task?: string | undefined;
   enabled?: boolean | undefined;
+  health?: HealthStatus | undefined;
   limit: number;
   cursor?: string | undefined;
 }
@@ -95,6 +105,10 @@ export class PeriodicTaskService {
       now,
     );
     const enabled = input.enabled ?? true;
+    const extra = parseLeaveAlone(input);
+    const endAt = extra.endAt ?? null;
+    const alertAfter = extra.alertAfter ?? null;
+    const nextRun = enabled ? firstRunBefore({ schedule: timing.schedule, createdAt: now, firstRunAt }, now, endAt) : null;
     const values: TaskValues = {
       task: input.task,
       group: input.group ?? 'default',
@@ -112,7 +126,12 @@ export class PeriodicTaskService {
       concurrencyPolicy: input.concurrencyPolicy ?? 'forbid',
       misfirePolicy: input.misfirePolicy ?? 'coalesce',
       catchUpLimit: input.catchUpLimit ?? DEFAULT_CATCH_UP_LIMIT,
-      nextRun: enabled ? firstRunFrom({ schedule: timing.schedule, createdAt: now, firstRunAt }, now) : null,
+      maxAttempts: input.maxAttempts ?? 1,
+      catchUpWindow: extra.catchUpWindow ?? null,
+      endAt,
+      alertAfter,
+      overdueAt: overdueAtOf({ schedule: timing.schedule, createdAt: now, firstRunAt, alertAfter, endAt, lastSuccessAt: null }),
+      nextRun,
     };
     const row = await taskInsert(this.ctx.db, id, values, now);
     if (!row) throw new ConflictError(`A periodic task with id "${id}" already exists.`);
@@ -128,7 +147,14 @@ export class PeriodicTaskService {
 
   async list(q: TaskListQuery): Promise<Page<PeriodicTaskView>> {
     const after = q.cursor === undefined ? undefined : decodeCursor('t', q.cursor, isTaskId);
-    const rows = await taskList(this.ctx.db, { owner: q.owner, task: q.task, enabled: q.enabled, after, limit: q.limit });
+    const rows = await taskList(this.ctx.db, {
+      owner: q.owner,
+      task: q.task,
+      enabled: q.enabled,
+      health: q.health === undefined ? undefined : { status: q.health, now: this.ctx.clock.now() },
+      after,
+      limit: q.limit,
+    });
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
     return {
@@ -159,6 +185,14 @@ export class PeriodicTaskService {
       if (input.misfirePolicy !== undefined) changes.misfirePolicy = input.misfirePolicy;
       if (input.catchUpLimit !== undefined) changes.catchUpLimit = input.catchUpLimit;
       if (input.enabled !== undefined) changes.enabled = input.enabled;
+      if (input.maxAttempts !== undefined) changes.maxAttempts = input.maxAttempts;
+      const extra = parseLeaveAlone(input);
+      if (extra.catchUpWindow !== undefined) changes.catchUpWindow = extra.catchUpWindow;
+      if (extra.alertAfter !== undefined) changes.alertAfter = extra.alertAfter;
+      if (extra.endAt !== undefined) changes.endAt = extra.endAt;
+      const endAt = extra.endAt === undefined ? cur.endAt : extra.endAt;
+      const alertAfter = extra.alertAfter === undefined ? cur.alertAfter : extra.alertAfter;
+      const endChanged = !sameTime(endAt, cur.endAt);
 
       const schedule = input.schedule ?? cur.schedule;
       const timezone = input.timezone ?? cur.timezone;
@@ -185,12 +219,32 @@ export class PeriodicTaskService {
         );
         Object.assign(changes, { schedule, timezone, firstRunAt, tolerance: timing.tolerance, timebox: timing.timebox });
         if (enabled && (timingChanged || !cur.enabled)) {
-          changes.nextRun = firstRunFrom({ schedule: timing.schedule, createdAt: cur.createdAt, firstRunAt }, now);
+          changes.nextRun = firstRunBefore({ schedule: timing.schedule, createdAt: cur.createdAt, firstRunAt }, now, endAt);
         }
       } else if (enabled && !cur.enabled) {
-        changes.nextRun = firstRunFrom({ schedule: this.schedules.get(schedule, timezone), createdAt: cur.createdAt, firstRunAt }, now);
+        changes.nextRun = firstRunBefore(
+          { schedule: this.schedules.get(schedule, timezone), createdAt: cur.createdAt, firstRunAt },
+          now,
+          endAt,
+        );
+      }
+      if (enabled && endChanged && changes.nextRun === undefined) {
+        // an end moved earlier stops the task at it; one moved later or removed lets it go on from now
+        const kept = cur.nextRun !== null && (endAt === null || cur.nextRun.getTime() < endAt.getTime()) ? cur.nextRun : null;
+        changes.nextRun =
+          kept ?? firstRunBefore({ schedule: this.schedules.get(schedule, timezone), createdAt: cur.createdAt, firstRunAt }, now, endAt);
       }
       if (!enabled && cur.nextRun !== null) changes.nextRun = null;
+      if (extra.alertAfter !== undefined || timingChanged || endChanged || (enabled && !cur.enabled)) {
+        changes.overdueAt = overdueAtOf({
+          schedule: this.schedules.get(schedule, timezone),
+          createdAt: cur.createdAt,
+          firstRunAt,
+          alertAfter,
+          endAt,
+          lastSuccessAt: cur.lastSuccessAt,
+        });
+      }
       if (Object.keys(changes).length === 0) return found;
       return taskPatch(trx, id, changes, now);
     });
@@ -244,6 +298,7 @@ export class PeriodicTaskService {
         now,
       );
       if (!job) throw notFound(id);
+      await slotRecordTrigger(trx, id, job.id, now);
       return { job, cancelled };
     });
     for (const c of cancelled)
@@ -310,6 +365,25 @@ export interface BackfillResult {
   existing: Date[];
   /** Free slots the concurrency policy did not submit. */
   skipped: { scheduledAt: Date; reason: string }[];
+}
+
+/** The fields of API.md's "Periodic tasks you can leave alone" as stored (undefined: not given). */
+function parseLeaveAlone(input: Pick<TaskCreateInput, 'catchUpWindow' | 'alertAfter' | 'endAt'>): {
+  catchUpWindow?: number | null;
+  alertAfter?: number | null;
+  endAt?: Date | null;
+} {
+  const positive = (v: string, path: string) => {
+    const ms = parseDuration(v, path);
+    if (ms <= 0) throw new InvalidInputError(`${path.slice(1)} must be longer than 0`, [{ path, message: 'must be longer than 0' }]);
+    return ms;
+  };
+  const out: { catchUpWindow?: number | null; alertAfter?: number | null; endAt?: Date | null } = {};
+  if (input.catchUpWindow !== undefined)
+    out.catchUpWindow = input.catchUpWindow === null ? null : positive(input.catchUpWindow, '/catchUpWindow');
+  if (input.alertAfter !== undefined) out.alertAfter = input.alertAfter === null ? null : positive(input.alertAfter, '/alertAfter');
+  if (input.endAt !== undefined) out.endAt = input.endAt === null ? null : new Date(input.endAt);
+  return out;
 }
 
 function notFound(id: string): NotFoundError {

@@ -12,6 +12,9 @@ import {
   TaskPageSchema,
   TaskPatchBodySchema,
   taskToJson,
+  RunPageSchema,
+  RunsQuerySchema,
+  runToJson,
 } from '../schemas/periodic-tasks.js';
 import { JobSchema, jobDto } from '../schemas/jobs.js';
 import { MAX_BACKFILL } from '../../domain/run-plan.js';
@@ -66,7 +69,7 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         schema: {
           tags,
           summary: 'List periodic tasks',
-          description: 'In id order, filtered by owner, task and enabled; page with limit and cursor.',
+          description: 'In id order, filtered by owner, task, enabled and health; page with limit and cursor.',
           querystring: TaskListQuerySchema,
           response: { 200: TaskPageSchema, ...standardErrors },
         },
@@ -105,6 +108,28 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         },
       },
       async (request) => taskToJson(await tasks.get(request.params.id)),
+    );
+
+    app.get(
+      '/periodic-tasks/:id/runs',
+      {
+        config: { access: 'tasks:read' },
+        schema: {
+          tags,
+          summary: 'The run ledger: every slot of the task and what became of it',
+          description:
+            'Every slot of the schedule since the task was created (or since firstRunAt) up to now appears exactly once, newest first, ' +
+            'as far back as the retention keeps jobs: pending, finished, failed, dropped, cancelled (its job), skipped (detail.blockedBy) or missed. ' +
+            'A job submitted by trigger appears at the moment it was submitted, with detail.trigger. Page with limit and cursor.',
+          params: TaskIdParamsSchema,
+          querystring: RunsQuerySchema,
+          response: { 200: RunPageSchema, ...standardErrors, 404: ProblemSchema },
+        },
+      },
+      async (request) => {
+        const page = await deps.services.runs.runs(request.params.id, request.query);
+        return { items: page.items.map(runToJson), nextCursor: page.nextCursor };
+      },
     );
 
     app.patch(

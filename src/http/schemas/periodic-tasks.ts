@@ -4,11 +4,14 @@ import {
   CONCURRENCY_POLICIES,
   DEFAULT_CATCH_UP_LIMIT,
   MAX_CATCH_UP_LIMIT,
+  MAX_TASK_ATTEMPTS,
   MISFIRE_POLICIES,
   type PeriodicTaskView,
   TASK_ID_PATTERN,
 } from '../../domain/periodic-task.js';
-import { body, name, Priority } from './common.js';
+import { HEALTH_STATUSES } from '../../domain/task-health.js';
+import { RUN_OUTCOMES, type RunEntry } from '../../domain/run-ledger.js';
+import { body, name, Priority, Timestamp as TimestampIn } from './common.js';
 
 const TaskId = z
   .string()
@@ -73,6 +76,30 @@ const writable = {
   concurrencyPolicy: Policy,
   misfirePolicy: Misfire,
   catchUpLimit: CatchUpLimit,
+  maxAttempts: z
+    .number()
+    .int('maxAttempts must be a whole number')
+    .min(1, 'maxAttempts must be at least 1')
+    .max(MAX_TASK_ATTEMPTS, `maxAttempts must be at most ${MAX_TASK_ATTEMPTS}`)
+    .meta({
+      description:
+        'Attempts of each run (default 1). A failed run with attempts left is queued again after the backoff (or the worker’s retryIn); ' +
+        'a retry still queued when the next slot comes due is dropped (reason next-run-due) and the new slot is planned as if no job were open',
+      example: 3,
+    }),
+  catchUpWindow: Duration.nullable().meta({
+    description:
+      'A slot more than this old when the scheduler reaches it is never submitted, whatever misfirePolicy: it is recorded as missed. null: no limit',
+    example: '1h',
+  }),
+  endAt: Timestamp.nullable().meta({
+    description: 'No slot at or after it; once past, nextRun is null and the task stays for its history. null: no end',
+  }),
+  alertAfter: Duration.nullable().meta({
+    description:
+      'The dead man’s switch: health becomes overdue when no run has finished for this long after a slot came due. null: never overdue',
+    example: '2h',
+  }),
 };
 
 /** Fields the service owns; sending one in a body is a 400 naming it. */
@@ -86,6 +113,7 @@ export const TASK_READ_ONLY_FIELDS = [
   'updatedAt',
   'effectiveTolerance',
   'effectiveTimebox',
+  'health',
 ] as const;
 
 const readOnly = (fields: readonly string[]) => Object.fromEntries(fields.map((f) => [f, `"${f}" is read-only`]));
@@ -104,6 +132,19 @@ export const TaskPatchBodySchema = body(optionalWritable, readOnly(['id', ...TAS
 });
 
 const NullableTimestamp = z.string().nullable();
+
+export const HealthSchema = z
+  .object({
+    status: z.enum(HEALTH_STATUSES).meta({
+      description:
+        'First match wins: disabled (enabled is false); overdue (alertAfter is set and no run has finished for longer than alertAfter after a slot came due); ' +
+        'failing (the last run that ended did not finish: it failed, timed out or was dropped); ok',
+    }),
+    lastSuccessAt: NullableTimestamp.meta({ description: 'When a run last finished' }),
+    lastFailureAt: NullableTimestamp.meta({ description: 'When a run last failed, timed out or was dropped' }),
+    consecutiveFailures: z.number().int().meta({ description: 'Runs that ended without finishing since the last one that finished' }),
+  })
+  .meta({ id: 'TaskHealth', description: 'Read-only: what the task’s runs have come to' });
 
 export const PeriodicTaskSchema = z
   .object({
@@ -124,6 +165,11 @@ export const PeriodicTaskSchema = z
     concurrencyPolicy: Policy,
     misfirePolicy: Misfire,
     catchUpLimit: z.number().int(),
+    maxAttempts: z.number().int(),
+    catchUpWindow: z.string().nullable(),
+    endAt: NullableTimestamp,
+    alertAfter: z.string().nullable(),
+    health: HealthSchema,
     effectiveTolerance: z
       .string()
       .nullable()
@@ -153,6 +199,10 @@ export const TaskListQuerySchema = z.strictObject({
     .enum(['true', 'false'], { message: 'enabled must be true or false' })
     .transform((v) => v === 'true')
     .optional(),
+  health: z
+    .enum(HEALTH_STATUSES, { message: `health must be one of ${HEALTH_STATUSES.join(', ')}` })
+    .optional()
+    .meta({ description: 'Only tasks whose health.status is this' }),
   limit: z.coerce
     .number({ message: 'limit must be a number' })
     .int('limit must be a whole number')
@@ -195,6 +245,16 @@ export function taskToJson(t: PeriodicTaskView): z.output<typeof PeriodicTaskSch
     concurrencyPolicy: t.concurrencyPolicy,
     misfirePolicy: t.misfirePolicy,
     catchUpLimit: t.catchUpLimit,
+    maxAttempts: t.maxAttempts,
+    catchUpWindow: duration(t.catchUpWindow),
+    endAt: iso(t.endAt),
+    alertAfter: duration(t.alertAfter),
+    health: {
+      status: t.health.status,
+      lastSuccessAt: iso(t.health.lastSuccessAt),
+      lastFailureAt: iso(t.health.lastFailureAt),
+      consecutiveFailures: t.health.consecutiveFailures,
+    },
     effectiveTolerance: duration(t.effectiveTolerance),
     effectiveTimebox: duration(t.effectiveTimebox),
     nextRun: iso(t.nextRun),
@@ -204,5 +264,52 @@ export function taskToJson(t: PeriodicTaskView): z.output<typeof PeriodicTaskSch
     state: t.state,
     createdAt: t.createdAt.toISOString(),
     updatedAt: t.updatedAt.toISOString(),
+  };
+}
+
+export const RunsQuerySchema = z.strictObject({
+  from: TimestampIn.optional().meta({ description: 'The oldest slot listed (inclusive); default: the task’s first' }),
+  to: TimestampIn.optional().meta({ description: 'The newest slot listed (inclusive); default and at most: now' }),
+  limit: z.coerce
+    .number({ message: 'limit must be a number' })
+    .int('limit must be a whole number')
+    .min(1, 'limit must be at least 1')
+    .max(1000, 'limit must be at most 1000')
+    .default(100),
+  cursor: z.string().min(1).max(1000).optional(),
+});
+
+export const RunSchema = z
+  .object({
+    slot: z.string().meta({ description: 'The slot (a triggered job: the moment it was submitted)' }),
+    outcome: z.enum(RUN_OUTCOMES).meta({
+      description:
+        'pending (its job is queued or running, or the slot is due and about to be submitted: detail.due), finished, failed, dropped, cancelled (the outcome of its job), ' +
+        'skipped (not submitted: under forbid an open job of the task existed, detail.blockedBy), missed (not submitted: the service was down or behind and misfirePolicy or catchUpWindow left it out)',
+    }),
+    jobId: z.string().nullable(),
+    attempts: z.number().int().nullable(),
+    startedAt: NullableTimestamp,
+    finishedAt: NullableTimestamp,
+    detail: z.record(z.string(), z.unknown()).meta({ description: 'blockedBy, trigger, due, reason, error' }),
+  })
+  .meta({ id: 'TaskRun' });
+
+export const RunPageSchema = z
+  .object({
+    items: z.array(RunSchema),
+    nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next (older) page; null on the last page' }),
+  })
+  .meta({ id: 'TaskRunPage' });
+
+export function runToJson(r: RunEntry): z.output<typeof RunSchema> {
+  return {
+    slot: r.slot.toISOString(),
+    outcome: r.outcome,
+    jobId: r.jobId,
+    attempts: r.attempts,
+    startedAt: iso(r.startedAt),
+    finishedAt: iso(r.finishedAt),
+    detail: r.detail,
   };
 }

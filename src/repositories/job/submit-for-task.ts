@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
-import { type Job, PERIODIC_MAX_ATTEMPTS } from '../../domain/job.js';
+import type { Job } from '../../domain/job.js';
 import { jobFromRow, type JobRow } from './row.js';
 
 const isoOf = (d: Date | null): string | null => (d === null ? null : d.toISOString());
@@ -23,7 +23,7 @@ export async function jobSubmitForTask(db: Executor, item: TaskSubmission, now: 
     INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
                      periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
                      created_at, updated_at)
-    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, ${item.runAt}, ${PERIODIC_MAX_ATTEMPTS}::int,
+    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, ${item.runAt}, t.max_attempts,
            t.id, ${isoOf(item.scheduledAt)}::timestamptz, ${item.timebox}::bigint, ${item.runInterval}::bigint,
            ${item.runTolerance}::bigint, ${now}, ${now}
       FROM periodic_task t

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
-import { type Job, PERIODIC_MAX_ATTEMPTS } from '../../domain/job.js';
+import type { Job } from '../../domain/job.js';
 import { jobFromRow, type JobRow } from './row.js';
 import type { TaskSubmission } from './submit-for-task.js';
 
@@ -22,7 +22,7 @@ export async function jobSubmitSlots(
     INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts,
                      periodic_task_id, scheduled_at, timebox, run_interval, run_tolerance,
                      created_at, updated_at)
-    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.run_at, ${PERIODIC_MAX_ATTEMPTS}::int,
+    SELECT t.task, t.group_, t.args, t.subject, t.submitter, t.priority, x.run_at, t.max_attempts,
            t.id, x.slot, x.timebox, x.run_interval, x.run_tolerance, ${now}, ${now}
       FROM unnest(${items.map((i) => isoOf(i.runAt))}::timestamptz[],
                   ${items.map((i) => isoOf(i.scheduledAt))}::timestamptz[],

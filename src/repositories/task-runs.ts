@@ -1,0 +1,88 @@
+/**
+ * The run ledger's reads (GET /periodic-tasks/{id}/runs) and the records of slots that got no job:
+ * every query is one index range scan in slot order, newest first, bounded by the page size, so a
+ * page costs the same after a year of history as after a day.
+ */
+import { sql } from 'kysely';
+import type { Executor } from '../db/executor.js';
+import type { JobState } from '../domain/job.js';
+
+/** A job of a task in slot order (job_periodic_slot_key: periodic_task_id, scheduled_at). */
+export interface SlotJobRow {
+  id: string;
+  slot: Date;
+  state: JobState;
+  attempts: number;
+  started_at: Date | null;
+  finished_at: Date | null;
+  error: unknown;
+}
+
+/** The jobs of the task's slots in [from, upTo] (both inclusive), newest first, at most `limit`. */
+export async function taskSlotJobs(db: Executor, taskId: string, from: Date, upTo: Date, limit: number): Promise<SlotJobRow[]> {
+  const { rows } = await sql<SlotJobRow & { id: number | string }>`
+    SELECT id, scheduled_at AS slot, state, attempts, started_at, finished_at, error
+      FROM job
+     WHERE periodic_task_id = ${taskId} AND scheduled_at >= ${from} AND scheduled_at <= ${upTo}
+     ORDER BY scheduled_at DESC
+     LIMIT ${limit}`.execute(db.kysely);
+  return rows.map((r) => ({ ...r, id: String(r.id) }));
+}
+
+/** A record of periodic_slot, with the job of a triggered one. */
+export interface SlotRecordRow {
+  slot: Date;
+  last_slot: Date;
+  slots: number;
+  outcome: 'skipped' | 'missed' | 'triggered';
+  job_id: string | null;
+  timer: string | null;
+  timezone: string | null;
+  anchor: Date | null;
+  first_run_at: Date | null;
+  /** triggered: the job as it is now (null once retention deleted it). */
+  job: { state: JobState; attempts: number; started_at: Date | null; finished_at: Date | null; error: unknown } | null;
+}
+
+/** The records that hold a slot in [from, upTo], newest first, at most `limit` (records never overlap). */
+export async function taskSlotRecords(db: Executor, taskId: string, from: Date, upTo: Date, limit: number): Promise<SlotRecordRow[]> {
+  const { rows } = await sql<Omit<SlotRecordRow, 'job'> & { job_id: number | string | null; job: SlotRecordRow['job'] | null }>`
+    SELECT r.slot, r.last_slot, r.slots, r.outcome, r.job_id, r.timer, r.timezone, r.anchor, r.first_run_at,
+           CASE WHEN j.id IS NOT NULL THEN jsonb_build_object('state', j.state, 'attempts', j.attempts,
+             'started_at', j.started_at, 'finished_at', j.finished_at, 'error', j.error) END AS job
+      FROM periodic_slot r
+      LEFT JOIN job j ON r.outcome = 'triggered' AND j.id = r.job_id
+     WHERE r.task_id = ${taskId} AND r.slot <= ${upTo} AND r.last_slot >= ${from}
+     ORDER BY r.slot DESC
+     LIMIT ${limit}`.execute(db.kysely);
+  return rows.map((r) => ({
+    ...r,
+    job_id: r.job_id === null ? null : String(r.job_id),
+    job:
+      r.job === null
+        ? null
+        : {
+            state: r.job.state,
+            attempts: r.job.attempts,
+            started_at: r.job.started_at === null ? null : new Date(r.job.started_at as unknown as string),
+            finished_at: r.job.finished_at === null ? null : new Date(r.job.finished_at as unknown as string),
+            error: r.job.error,
+          },
+  }));
+}
+
+/** Records a job submitted by a trigger: it is in the ledger at the moment it was submitted. */
+export async function slotRecordTrigger(db: Executor, taskId: string, jobId: string, now: Date): Promise<void> {
+  await sql`
+    INSERT INTO periodic_slot (task_id, slot, last_slot, outcome, job_id, recorded_at)
+    VALUES (${taskId}, ${now}, ${now}, 'triggered', ${jobId}::bigint, ${now})
+    ON CONFLICT DO NOTHING`.execute(db.kysely);
+}
+
+/** Deletes up to `limit` records made before `before` (they expire with the jobs of their time). */
+export async function slotRecordDeleteOld(db: Executor, before: Date, limit: number): Promise<number> {
+  const r = await sql`
+    DELETE FROM periodic_slot WHERE ctid IN (
+      SELECT ctid FROM periodic_slot WHERE recorded_at < ${before} LIMIT ${limit})`.execute(db.kysely);
+  return Number(r.numAffectedRows ?? 0);
+}
