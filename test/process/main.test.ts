@@ -76,7 +76,7 @@ const api = (r: Running, method: string, url: string, body?: unknown) =>
 describe('the jobclock process', () => {
   it('starts on an embedded PostgreSQL, keeps its data across restarts, and exits 0 on SIGTERM within 10 s', async () => {
     const first = await start();
-    expect(await waitReady(first)).toBeLessThan(30_000);
+    await waitReady(first); // throws unless /readyz answers 200 within 30 s
     const created = await api(first, 'POST', '/jobs', { type: 'persist.me', args: { n: 1 } });
     expect(created.status).toBe(201);
     const job = (await created.json()) as { id: string };
