@@ -370,6 +370,26 @@ export function summarize(
   // Scheduler
   rate('g.jobclock', '(g) 100k due tasks: PeriodicScheduler.tick submissions', 'jobs/s', [{ key: 'g.sql', label: 'SQL loop', min: 0.5 }]);
   rate('g.sql', '(g) 100k due tasks: plain multi-row INSERT loop, 1000/stmt', 'jobs/s');
+  rate('g.fields', '(g) the same with maxAttempts, catchUpWindow, alertAfter, endAt on every task', 'jobs/s', [
+    { key: 'g.jobclock', label: 'without them', min: 0.9 },
+  ]);
+  {
+    const at = (name: string) => spread(values(rounds, 'k.ledger', (r) => r.extra?.[name] ?? Number.NaN));
+    const p50 = at('p50');
+    const p99 = at('p99');
+    if (p50 && p99) {
+      const newest = at('newestP50');
+      rows.push({
+        measurement: '(k) run ledger: a page of 100 of an every-minute task with a year of slots, anywhere in the year',
+        result: `p50 ${fmt(p50.median)} · p99 ${fmt(p99.median)} [${fmt(p99.min)}–${fmt(p99.max)}] ms${newest ? ` (newest page p50 ${fmt(newest.median)} ms)` : ''}`,
+        ratio: '',
+        target: 'p50 < 50 ms',
+        pass: passMark(p50.median < 50),
+      });
+      figures['k.ledger'] = { p50, p99, newest };
+    } else
+      rows.push({ measurement: '(k) run ledger page', result: reason(rounds, 'k.ledger'), ratio: 'n/a', target: 'p50 < 50 ms', pass: '—' });
+  }
   {
     const key = 'h.lateness';
     const r = lateness?.get(key);

@@ -31,7 +31,8 @@ import {
   growthRetention,
 } from './measure/growth.js';
 import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
-import { burstTasks, lateness, schedulerBurst, sqlBurst } from './measure/scheduler.js';
+import { burstTasks, lateness, schedulerBurst, schedulerBurstFields, sqlBurst } from './measure/scheduler.js';
+import { ledgerPages } from './measure/ledger.js';
 import { jobclockLease100, slimLease100 } from './measure/lease-statement.js';
 import { scheduleEngine } from './measure/schedule-engine.js';
 import {
@@ -109,7 +110,9 @@ const UNITS: Unit[] = [
   rawWake,
   idleWaiters,
   schedulerBurst,
+  schedulerBurstFields,
   sqlBurst,
+  ledgerPages,
   scheduleEngine,
   growthBase,
   growthLoop,

@@ -5,6 +5,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { PeriodicScheduler } from '../../src/scheduler/periodic-scheduler.js';
 import { createTestStack } from '../support/app.js';
 import { type TestDatabase } from '../support/db.js';
@@ -317,8 +318,6 @@ describe('health', () => {
     await leaseOne();
     // past deadline + grace: the reaper fails it with a timebox error
     clock.set(at(HOUR + 2 * MIN));
-    await api.stack.services.jobs; // the services exist; the reaper is a loop of its own
-    const { LeaseReaper } = await import('../../src/scheduler/lease-reaper.js');
     await new LeaseReaper(api.stack.ctx).tick(at(HOUR + 2 * MIN));
     expect((await task('slow')).health).toMatchObject({ status: 'failing', consecutiveFailures: 1 });
     await tickAt(2 * HOUR);
