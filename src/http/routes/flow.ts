@@ -12,7 +12,7 @@ import {
   TypeSchema,
   typeDto,
 } from '../schemas/flow.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 const tags = ['flow-control'];
 const policyDescription =

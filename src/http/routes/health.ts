@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { pingDatabase } from '../../db/database.js';
 import { isSchemaCurrent } from '../../db/migrate.js';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../deps.js';
 import { PROBLEM_CONTENT_TYPE, problem } from '../problem.js';
 import { ProblemSchema } from '../schemas/common.js';
 

@@ -1,13 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { AppDeps } from '../../app.js';
-import type { Clock } from '../../clock.js';
+import type { RouteDeps } from '../deps.js';
 import { flowRoutes } from './flow.js';
 import { jobRoutes } from './jobs.js';
 import { operationsRoutes } from './operations.js';
 import { periodicTaskRoutes } from './periodic-tasks.js';
 import { scheduleRoutes } from './schedules.js';
-
-export type RouteDeps = AppDeps & { clock: Clock };
 
 /** Every authenticated API route. Each route declares its `access` (see http/auth.ts). */
 export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {

@@ -36,7 +36,7 @@ import {
   ReportsResponse,
 } from '../schemas/workers.js';
 import type { ReportVerdict } from '../../services/jobs.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 const notFound = { 404: ProblemSchema } as const;
 const conflict = { 409: ProblemSchema } as const;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { name, standardErrors, TimestampOut } from '../schemas/common.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 const ThroughputQuery = z.strictObject({
   minutes: z.coerce

@@ -15,7 +15,7 @@ import {
 } from '../schemas/periodic-tasks.js';
 import { JobSchema, jobDto } from '../schemas/jobs.js';
 import { MAX_BACKFILL } from '../../domain/run-plan.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 const BackfillBody = z
   .strictObject({

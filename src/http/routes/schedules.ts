@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { previewSchedule } from '../../services/schedules.js';
 import { standardErrors } from '../schemas/common.js';
 import { PreviewBody, PreviewResponse } from '../schemas/schedules.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 export function scheduleRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
   return async (app) => {

@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
-import type { LeasedJob } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
-import { JOB_COLUMNS, jobCols, type JobRow, leasedFromRow } from './row.js';
+import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { iso, ms } from './sql.js';
 
 /** One place in a claim: a job for this worker, leased for this long. */
@@ -25,10 +24,7 @@ export interface DroppedJob {
   error: unknown;
 }
 
-export interface LeasedInSlot extends LeasedJob {
-  /** Index into LeaseParams.slots. */
-  slot: number;
-}
+export type { LeasedInSlot };
 
 export interface LeaseResult {
   /** Candidates a type or group limit refused a permit (another lease took it first): they stay queued. */

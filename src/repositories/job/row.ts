@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
-import type { Job, JobState } from '../../domain/job.js';
-import type { LeasedInSlot } from './lease.js';
+import type { Job, JobState, LeasedJob } from '../../domain/job.js';
 
 /** A job row as node-postgres returns it (int8 as number, timestamptz as Date, jsonb parsed). */
 export interface JobRow {
@@ -113,6 +112,12 @@ export function jobFromRow(r: JobRow): Job {
  * jobFromRow plus the lease's token, the task's state and the slot. The fields are added to the
  * object jobFromRow made rather than spread into a copy: a lease answers up to 1000 jobs.
  */
+/** A leased job and the slot of the lease request it fills. */
+export interface LeasedInSlot extends LeasedJob {
+  /** Index into LeaseParams.slots. */
+  slot: number;
+}
+
 export function leasedFromRow(r: JobRow, taskState: unknown, slot: number): LeasedInSlot {
   const job = jobFromRow(r) as LeasedInSlot;
   job.leaseToken = r.lease_token!;
