@@ -2,6 +2,7 @@ import { Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, Postgre
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Executor, PreparedStatement } from './executor.js';
+import { isDeadlock } from './pg-errors.js';
 import type { Database } from './schema.js';
 import { fastTimestamptzParser } from './timestamps.js';
 
@@ -229,11 +230,6 @@ export async function ensureDatabase(
 /** One round trip that proves the database answers. */
 export async function pingDatabase(db: Db): Promise<void> {
   await db.pool.query('select 1');
-}
-
-/** PostgreSQL's deadlock_detected: the statement was rolled back and may simply be run again. */
-export function isDeadlock(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === '40P01';
 }
 
 /**

@@ -1,13 +1,11 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { JobState } from '../domain/job.js';
+import type { ConcurrencyPolicy, MisfirePolicy } from '../domain/periodic-task.js';
 
 /** Table types only. Durations are bigint milliseconds, returned as numbers (see database.ts). */
 type Json = ColumnType<unknown, string | null | undefined, string | null>;
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-
-export type ConcurrencyPolicy = 'forbid' | 'allow' | 'replace';
-export type MisfirePolicy = 'coalesce' | 'skip' | 'catch-up';
-export type JobState = 'queued' | 'running' | 'finished' | 'failed' | 'dropped' | 'cancelled';
 
 export interface PeriodicTaskTable {
   id: string;

@@ -7,6 +7,7 @@ import { createDb, type Db, ensureDatabase } from '../../src/db/database.js';
 import { migrateToLatest, migrationsDir } from '../../src/db/migrate.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { searchPartitions } from '../support/search-partitions.js';
+import { SQLSTATE } from '../../src/db/pg-errors.js';
 
 let tdb: TestDatabase;
 let tmp: string;
@@ -112,7 +113,7 @@ it('0015: one job per task and slot, held by an index that holds the jobs of tas
       () => null,
       (e: unknown) => e as { code?: string; constraint?: string },
     );
-    expect(err).toMatchObject({ code: '23505', constraint: 'job_periodic_slot_key' });
+    expect(err).toMatchObject({ code: SQLSTATE.uniqueViolation, constraint: 'job_periodic_slot_key' });
     // partial: a job of no task (NULL in both columns, never in conflict) takes no entry in it
     const { rows } = await db.query<{ def: string }>(`SELECT pg_get_indexdef('job_periodic_slot_key'::regclass) AS def`);
     expect(rows[0]!.def).toMatch(
