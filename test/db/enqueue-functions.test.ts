@@ -384,7 +384,7 @@ describe('jobclock_add_jobs', () => {
 });
 
 describe('inside the caller transaction', () => {
-  const waiters = () => api.stack.services.jobs.waiters.size;
+  const waiters = () => api.stack.services.workers.waiters.size;
   async function waiting(n: number) {
     for (let i = 0; i < 400 && waiters() < n; i++) await sleep(5);
     expect(waiters()).toBe(n);

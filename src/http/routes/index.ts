@@ -5,6 +5,7 @@ import { jobRoutes } from './jobs.js';
 import { operationsRoutes } from './operations.js';
 import { periodicTaskRoutes } from './periodic-tasks.js';
 import { scheduleRoutes } from './schedules.js';
+import { workerRoutes } from './workers.js';
 
 /** Every authenticated API route. Each route declares its `access` (see http/auth.ts). */
 export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
@@ -12,6 +13,7 @@ export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
     await app.register(scheduleRoutes(deps));
     await app.register(periodicTaskRoutes(deps));
     await app.register(jobRoutes(deps));
+    await app.register(workerRoutes(deps));
     await app.register(operationsRoutes(deps));
     await app.register(flowRoutes(deps));
   };
