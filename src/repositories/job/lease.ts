@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../db/executor.js';
+import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { iso, ms } from './sql.js';
@@ -62,7 +62,7 @@ export function claimAgain(r: LeaseResult): boolean {
  * Without jobs of periodic tasks among the candidates, those parts touch no rows. Dropped jobs are
  * returned apart; the caller claims again for the slots they left empty.
  */
-export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResult> {
+export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<LeaseResult> {
   if (p.slots.length === 0) return { leased: [], dropped: [] };
   const byType = p.types !== undefined && p.types.length > 0;
   const byGroup = p.groups !== undefined && p.groups.length > 0;

@@ -1,6 +1,6 @@
 import { type Selectable, sql } from 'kysely';
 import type { JobTable } from '../../db/schema.js';
-import type { Job, JobState, LeasedJob } from '../../domain/job.js';
+import type { Job, LeasedJob } from '../../domain/job.js';
 
 /**
  * A job row as node-postgres returns it: the table's select types (timestamptz as Date, jsonb
