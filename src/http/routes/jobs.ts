@@ -47,6 +47,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:create' },
         schema: {
           tags: ['jobs'],
+          operationId: 'createJob',
           summary: 'Create a job',
           description: 'With the uniqueKey of a queued or running job, nothing is created and that job is returned with 200.',
           body: CreateJobBody,
@@ -65,6 +66,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:create' },
         schema: {
           tags: ['jobs'],
+          operationId: 'createJobBatch',
           summary: 'Create up to 1000 jobs at once, all or nothing',
           headers: PreferHeaders,
           body: CreateJobBatchBody,
@@ -90,6 +92,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags: ['jobs'],
+          operationId: 'listJobs',
           summary: 'List jobs, newest first',
           querystring: JobListQuery,
           response: { 200: JobListSchema, ...standardErrors },
@@ -105,7 +108,13 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
       '/jobs/:id',
       {
         config: { access: 'jobs:read' },
-        schema: { tags: ['jobs'], summary: 'Get a job', params: JobIdParams, response: { 200: JobSchema, ...standardErrors, ...notFound } },
+        schema: {
+          tags: ['jobs'],
+          operationId: 'getJob',
+          summary: 'Get a job',
+          params: JobIdParams,
+          response: { 200: JobSchema, ...standardErrors, ...notFound },
+        },
       },
       async (request) => jobDto(await jobs.get(request.params.id)),
     );
@@ -116,6 +125,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'updateJob',
           summary: 'Change the priority or runAt of a queued job',
           params: JobIdParams,
           body: PatchJobBody,
@@ -131,6 +141,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'cancelJob',
           summary: 'Cancel a queued or running job',
           description: "A running job's worker learns it from its next heartbeat (cancel: true).",
           params: JobIdParams,
@@ -146,6 +157,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'retryJob',
           summary: 'Queue a failed, dropped or cancelled job again',
           description: 'Runnable at once, with attempts reset to 0 (maxAttempts more tries).',
           params: JobIdParams,
@@ -161,6 +173,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags: ['jobs'],
+          operationId: 'explainJob',
           summary: 'Why a job is not running',
           description:
             'Codes: scheduled, retry-backoff, type-paused, group-paused, type-at-concurrency, group-at-concurrency, ' +
@@ -181,6 +194,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags: ['jobs'],
+          operationId: 'listJobEvents',
           summary: "A job's history, oldest first",
           description:
             'Created, each lease (worker, attempt), each outcome (finished, failed with its error, requeued after a failure ' +
@@ -199,6 +213,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'cancelJobs',
           summary: 'Cancel the queued and running jobs a filter selects',
           description: `At most limit (default and maximum ${MAX_BULK}), in bounded batches.`,
           body: BulkActionBody,
@@ -216,6 +231,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'retryJobs',
           summary: 'Queue again the failed, dropped and cancelled jobs a filter selects',
           description: `At most limit (default and maximum ${MAX_BULK}), in bounded batches. A job whose uniqueKey another open job holds is left as it is.`,
           body: BulkActionBody,

@@ -12,6 +12,7 @@ export function scheduleRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'schedules:preview' },
         schema: {
           tags: ['schedules'],
+          operationId: 'previewSchedule',
           summary: 'The next times of a schedule',
           description:
             'Validates a schedule exactly as creating a periodic task does (a bad one is a 400 naming the offending part) and lists its next times.',

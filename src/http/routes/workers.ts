@@ -34,6 +34,7 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:work' },
         schema: {
           tags: ['workers'],
+          operationId: 'leaseJobs',
           summary: 'Lease runnable jobs (long-poll with wait)',
           description:
             'Order: priority (higher first), runAt, creation. 204 when nothing is runnable within `wait`. ' +
@@ -68,6 +69,7 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:work' },
         schema: {
           tags: ['workers'],
+          operationId: 'heartbeatJob',
           summary: 'Extend the lease, report progress, save task state',
           params: JobIdParams,
           body: HeartbeatBody,
@@ -88,6 +90,7 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:work' },
         schema: {
           tags: ['workers'],
+          operationId: 'releaseJob',
           summary: 'Give a lease back',
           description:
             'The job is queued again at once and the attempt is not counted: for a worker that stops before it could do the work. ' +
@@ -106,6 +109,7 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:work' },
         schema: {
           tags: ['workers'],
+          operationId: 'reportJobFinished',
           summary: 'Report a job finished',
           description: 'Repeating it with the same token is harmless (200); a stale or wrong token is 409.',
           params: JobIdParams,
@@ -127,6 +131,7 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:work' },
         schema: {
           tags: ['workers'],
+          operationId: 'reportJobFailed',
           summary: 'Report a job failed',
           description: 'With attempts left the job is queued again after a backoff (or retryIn); else it is failed.',
           params: JobIdParams,
@@ -155,6 +160,7 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:work' },
         schema: {
           tags: ['workers'],
+          operationId: 'reportJobs',
           summary: 'Report many jobs finished or failed in one request',
           description:
             'Each result carries the status its single report would have had (200, 404 or 409). ' +
