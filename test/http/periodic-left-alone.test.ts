@@ -396,3 +396,47 @@ describe('bad input names the field and changes nothing', () => {
     expect((await api.get('/periodic-tasks/nope/runs')).status).toBe(404);
   });
 });
+
+describe('metrics', () => {
+  /** The value of a sample line of GET /metrics, 0 when absent. */
+  async function metric(name: string, labels: string): Promise<number> {
+    const text = (await api.get('/metrics')).text;
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}}`));
+    return line === undefined ? 0 : Number(line.split(' ').at(-1));
+  }
+
+  it('count each slot once as its outcome becomes final, and tasks per health status', async () => {
+    const outcomes = ['finished', 'failed', 'dropped', 'cancelled', 'skipped', 'missed'] as const;
+    const before = Object.fromEntries(
+      await Promise.all(outcomes.map(async (o) => [o, await metric('jobclock_periodic_slots_total', `outcome="${o}"`)])),
+    );
+    await createTask({ id: 'm', schedule: 'every 10m', maxAttempts: 2, timebox: '30m' });
+    await createTask({ id: 'late', task: 'other.type', schedule: 'every 10m', alertAfter: '5m', concurrencyPolicy: 'allow' });
+    await tickAt(10 * MIN); // m: slot 1
+    const jobs = await api.lease({ worker: 'w', types: ['nightly.report'], limit: 10 });
+    await finish(jobs.find((j) => j.periodicTaskId === 'm')!); // finished: 1
+    await tickAt(20 * MIN); // slot 2: fails with an attempt left (no outcome), then for good
+    const second = (await api.lease({ worker: 'w', types: ['nightly.report'], limit: 10 })).find((j) => j.periodicTaskId === 'm')!;
+    await fail(second, { retryIn: '0s' });
+    await fail((await api.lease({ worker: 'w', types: ['nightly.report'], limit: 10 })).find((j) => j.periodicTaskId === 'm')!); // failed: 1
+    await tickAt(30 * MIN); // slot 3: fails, its retry waits past the next slot ...
+    const third = (await api.lease({ worker: 'w', types: ['nightly.report'], limit: 10 })).find((j) => j.periodicTaskId === 'm')!;
+    await fail(third, { retryIn: '1h' });
+    await tickAt(40 * MIN); // ... and is dropped at slot 4 (dropped: 1); slot 4's job is cancelled (cancelled: 1)
+    const fourth = (await api.get('/jobs?periodicTaskId=m&state=queued')).body.items[0];
+    await api.post(`/jobs/${fourth.id}/cancel`, {});
+    await tickAt(50 * MIN); // slot 5, leased and left running ...
+    await api.lease({ worker: 'w', types: ['nightly.report'], limit: 10 });
+    await tickAt(60 * MIN); // ... so slot 6 is skipped (skipped: 1)
+    await tickAt(100 * MIN); // down 60..100, slot 5 still running: slots 7..10 skipped too (skipped: 4)
+    const after = Object.fromEntries(
+      await Promise.all(outcomes.map(async (o) => [o, await metric('jobclock_periodic_slots_total', `outcome="${o}"`)])),
+    );
+    const delta = Object.fromEntries(outcomes.map((o) => [o, after[o] - before[o]]));
+    // `late` (allow, coalesce) folded slots 8..10 into the run of slot 7 while down: missed 3
+    expect(delta).toEqual({ finished: 1, failed: 1, dropped: 1, cancelled: 1, skipped: 5, missed: 3 });
+    expect(await metric('jobclock_periodic_tasks', 'health="overdue"')).toBe(1); // late: no run finished
+    expect(await metric('jobclock_periodic_tasks', 'health="failing"')).toBe(1); // m: its last run was dropped
+    expect(await metric('jobclock_periodic_tasks', 'health="ok"')).toBe(0);
+  });
+});

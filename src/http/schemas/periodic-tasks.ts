@@ -179,8 +179,15 @@ export const PeriodicTaskSchema = z
       description: 'Read-only: the next scheduled time; null while disabled or when the schedule never fires again',
     }),
     lastRun: NullableTimestamp.meta({ description: 'Read-only: when a job of this task last began executing' }),
-    worker: z.string().nullable().meta({ description: 'Read-only: the scheduler instance submitting this task right now' }),
-    marked: NullableTimestamp.meta({ description: 'Read-only: since when `worker` holds it' }),
+    worker: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'Read-only; stays null. A scheduler instance marks a task it submits with a row lock that lives only as long as ' +
+          'the submitting transaction, so no instance is recorded here.',
+      }),
+    marked: NullableTimestamp.meta({ description: 'Read-only; stays null, as `worker` does.' }),
     state: z.unknown().meta({ description: 'Read-only: state saved by the last run, handed to the next job as taskState' }),
     createdAt: z.string(),
     updatedAt: z.string(),
