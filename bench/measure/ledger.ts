@@ -1,5 +1,5 @@
 /**
- * (k) the run ledger: GET /periodic-tasks/{id}/runs?limit=100 of an every-minute task with a year of
+ * (l) the run ledger: GET /periodic-tasks/{id}/runs?limit=100 of an every-minute task with a year of
  * finished jobs behind it (525,600 slots), one page at a time at random points of the year and at
  * its newest end: a page must cost the same wherever it is.
  */
@@ -13,7 +13,7 @@ const YEAR_MINUTES = 525_600;
 const pages = (ctx: BenchContext) => scaled(ctx, 400, 50);
 
 export const ledgerPages: Unit = {
-  key: 'k.ledger',
+  key: 'l.ledger',
   guardMs: () => 300_000,
   async run(ctx) {
     const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
