@@ -1,15 +1,24 @@
-"""The pure parts of clients/python/jobclock_worker.py, without a server: durations, backoff, and
+"""The pure parts of the jobclock_worker package (clients/python), without a server: durations, backoff, and
 what a handler's return value or exception turns into (the report the worker queues)."""
 import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "clients", "python"))
-import jobclock_worker as jw  # noqa: E402
+import jobclock_worker
+from jobclock_worker import _worker as jw
 
 
 def leased(job_id="7", **fields):
     return {"id": job_id, "type": "t", "leaseToken": "tok-" + job_id, "deadline": None, "taskState": None, "args": {}, **fields}
+
+
+class Package(unittest.TestCase):
+    def test_is_installed_typed_and_exports_the_worker_api(self):
+        where = os.path.dirname(jobclock_worker.__file__)
+        self.assertIn("site-packages", where)  # the installed package, not the checkout's src/
+        self.assertTrue(os.path.isfile(os.path.join(where, "py.typed")))
+        for name in ["Worker", "RetryLater", "Result", "JobContext", "parse_duration", "format_duration"]:
+            self.assertIn(name, jobclock_worker.__all__)
+            self.assertIs(getattr(jobclock_worker, name), getattr(jw, name))
 
 
 class Durations(unittest.TestCase):

@@ -1,6 +1,6 @@
 """A jobclock worker for Python: long-poll, heartbeat, cancel, state, batched reports, clean stop.
 
-Standard library only (Python 3.9+). One file: copy it next to your code or put it on the path.
+Standard library only (Python 3.9+): `pip install ./clients/python` (the package jobclock_worker).
 
     from jobclock_worker import Worker, RetryLater
 
@@ -69,7 +69,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-__all__ = ["Worker", "JobContext", "Result", "RetryLater", "parse_duration"]
+__all__ = ["Worker", "JobContext", "Result", "RetryLater", "Job", "Handler", "Duration", "parse_duration", "format_duration"]
 
 log = logging.getLogger("jobclock_worker")
 
