@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { bearer, type TestStack, TOKENS } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
@@ -29,6 +29,8 @@ const MODULE = join(import.meta.dirname, '..', '..', 'clients', 'go');
 let DRIVER = '';
 const WORKER_TOKEN = TOKENS.find((t) => t.role === 'worker')!.token;
 
+/** Why the package or driver could not be made (each test fails with it). */
+let setupError: Error | null = null;
 let stack: TestStack;
 let base = '';
 let reaper: LeaseReaper;
@@ -41,12 +43,18 @@ beforeAll(async () => {
   reaper = new LeaseReaper(stack.ctx, { intervalMs: 200 });
   reaper.start();
   dir = mkdtempSync(join(tmpdir(), 'jobclock-go-'));
-  if (!goTool.skip) DRIVER = buildDriver(join(dir, 'driver'));
+  // a failing beforeAll would mark the tests skipped: a setup error fails each test instead
+  if (goTool.found) {
+    try {
+      DRIVER = buildDriver(join(dir, 'driver'));
+    } catch (err) {
+      setupError = err as Error;
+    }
+  }
 }, 180_000);
 
 /** `go build` of test/clients/go: the driver binary. */
 function buildDriver(out: string): string {
-  goTool.assert();
   const built = spawnSync('go', ['build', '-o', out, '.'], { cwd: join(import.meta.dirname, 'go'), encoding: 'utf8', env: GO_ENV });
   if (built.status !== 0) throw new Error(`go build of the driver failed:\n${built.stderr}`);
   return out;
@@ -156,6 +164,11 @@ async function events(id: string): Promise<Record<string, any>[]> {
 }
 
 describe.skipIf(goTool.skip)('the Go worker (clients/go)', () => {
+  beforeEach(() => {
+    goTool.assert();
+    if (setupError) throw setupError;
+  });
+
   it('passes go vet and its unit tests (go test ./... in clients/go)', () => {
     const vet = spawnSync('go', ['vet', './...'], { cwd: MODULE, encoding: 'utf8', env: GO_ENV });
     expect(vet.status, vet.stderr).toBe(0);

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { bearer, type TestStack, TOKENS } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
@@ -31,6 +31,8 @@ const DRIVER = join(import.meta.dirname, 'python', 'driver.py');
 const PY_ENV = { ...process.env, PYTHONDONTWRITEBYTECODE: '1' };
 const WORKER_TOKEN = TOKENS.find((t) => t.role === 'worker')!.token;
 
+/** Why the package or driver could not be made (each test fails with it). */
+let setupError: Error | null = null;
 let stack: TestStack;
 let base = '';
 let reaper: LeaseReaper;
@@ -43,12 +45,18 @@ beforeAll(async () => {
   reaper = new LeaseReaper(stack.ctx, { intervalMs: 200 });
   reaper.start();
   dir = mkdtempSync(join(tmpdir(), 'jobclock-py-'));
-  if (!pythonTool.skip) PYTHON = installPackage(join(dir, 'venv'));
+  // a failing beforeAll would mark the tests skipped: a setup error fails each test instead
+  if (pythonTool.found) {
+    try {
+      PYTHON = installPackage(join(dir, 'venv'));
+    } catch (err) {
+      setupError = err as Error;
+    }
+  }
 }, 120_000);
 
 /** `python3 -m venv` and `pip install --no-index ./clients/python`: the venv's python. */
 function installPackage(venv: string): string {
-  pythonTool.assert();
   const root = join(import.meta.dirname, '..', '..');
   const made = spawnSync(SYSTEM_PYTHON, ['-m', 'venv', venv], { encoding: 'utf8' });
   if (made.status !== 0) throw new Error(`${SYSTEM_PYTHON} -m venv failed:\n${made.stderr}`);
@@ -165,6 +173,11 @@ async function events(id: string): Promise<Record<string, any>[]> {
 }
 
 describe.skipIf(pythonTool.skip)('the Python worker (the jobclock_worker package, clients/python)', () => {
+  beforeEach(() => {
+    pythonTool.assert();
+    if (setupError) throw setupError;
+  });
+
   it('passes its unit tests (durations, backoff, what a return value or an exception reports)', () => {
     const run = spawnSync(PYTHON, ['-m', 'unittest', 'test_jobclock_worker'], {
       env: PY_ENV,
