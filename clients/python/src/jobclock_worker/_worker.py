@@ -17,8 +17,9 @@ How it works:
 - One thread long-polls ``POST /jobs/next`` with ``wait`` for the handlers' types only and leases
   at most as many jobs as it has free slots (``concurrency``). A slot frees when its handler
   returns; leasing pauses while 1000 reports wait to be accepted.
-- Each leased job runs its handler ``handler(job, ctx)`` on a thread of its own (a daemon thread:
-  a handler that never returns does not keep the process alive after ``stop()``).
+- Each leased job runs its handler ``handler(job, ctx)`` on a handler thread, kept for the next
+  job once it returns, never more of them than jobs running at once (daemon threads: a handler that
+  never returns does not keep the process alive after ``stop()``).
 - One heartbeat thread finds the jobs due a heartbeat, at about a third of each one's lease, and
   beats them on a few threads (``heartbeat_threads``), sending the latest ``ctx.progress(...)``
   and ``ctx.save_state(...)``. It sets ``ctx.cancelled`` when a heartbeat
@@ -55,6 +56,7 @@ import json
 import logging
 import math
 import os
+import queue
 import random
 import re
 import signal
@@ -212,7 +214,8 @@ class Worker:
         worker_id: the name the server records on each job (default ``<host>-<pid>-<random>``).
         wait: how long one long-poll waits for a job (at most 60 s).
         groups: lease only jobs of these groups (default all).
-        report_linger: how long the reporter waits to gather more reports into one request.
+        report_linger: how long the reporter waits to gather more reports into one request (it
+            sends at once when no handler is left running).
         max_backoff: the cap, in seconds, of the backoff after a 503 or a connection error.
         request_timeout: timeout in seconds of a request other than the long-poll.
         heartbeat_threads: how many heartbeats may be on their way at once (default 4).
@@ -272,6 +275,10 @@ class Worker:
         self._poll_conn: Optional[http.client.HTTPConnection] = None
         self._poll_lock = threading.Lock()
         self._stats_lock = threading.Lock()
+        self._handoff: "queue.SimpleQueue[Optional[JobContext]]" = queue.SimpleQueue()
+        self._pool_lock = threading.Lock()
+        self._pool_size = 0  # handler threads started
+        self._pool_idle = 0  # of them, waiting for a job
         self.stats = {"leased": 0, "finished": 0, "failed": 0, "given_back": 0, "lost": 0}
 
     # ------------------------------------------------------------------ life cycle
@@ -351,6 +358,10 @@ class Worker:
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(timeout=2.0)
+        with self._pool_lock:  # the idle handler threads end; busy ones are daemon threads
+            for _ in range(self._pool_idle):
+                self._handoff.put(None)
+            self._pool_idle = 0
         self.log.info("worker %s stopped: %s", self.worker_id, self.stats)
 
     @property
@@ -491,8 +502,35 @@ class Worker:
                 self._queue_release(ctx)
                 return
             self._running += 1
-        t = threading.Thread(target=self._run_handler, args=(ctx,), name=f"jobclock-job-{ctx.id}", daemon=True)
-        t.start()
+        self._dispatch(ctx)
+
+    def _dispatch(self, ctx: JobContext) -> None:
+        """Hands a job to an idle handler thread, or to a new one when none is idle.
+
+        Handler threads are kept for the next jobs rather than started per job (a thread's start
+        cost more than a no-op job); they are daemon threads, so a handler that never returns
+        does not keep the process alive after ``stop()``. There are never more of them than jobs
+        running at once.
+        """
+        with self._pool_lock:
+            start = self._pool_idle == 0
+            if not start:
+                self._pool_idle -= 1
+            else:
+                self._pool_size += 1
+                name = f"jobclock-handler-{self._pool_size}"
+        self._handoff.put(ctx)
+        if start:
+            threading.Thread(target=self._handler_thread, name=name, daemon=True).start()
+
+    def _handler_thread(self) -> None:
+        while True:
+            ctx = self._handoff.get()
+            if ctx is None:
+                return
+            self._run_handler(ctx)
+            with self._pool_lock:
+                self._pool_idle += 1
 
     def _run_handler(self, ctx: JobContext) -> None:
         job = ctx.job
@@ -652,7 +690,16 @@ class Worker:
                     self._cond.notify_all()
                 continue
             if self.report_linger > 0 and not self._stopping.is_set():
-                time.sleep(self.report_linger)
+                # gather the reports of the handlers still running, but no longer than that: when
+                # none is left running nothing else can join, and the batch (which leases the next
+                # jobs) goes at once
+                linger_end = time.monotonic() + self.report_linger
+                with self._cond:
+                    while self._running > 0 and len(self._reports) < _MAX_REPORT_BATCH and not self._stopping.is_set():
+                        left = linger_end - time.monotonic()
+                        if left <= 0:
+                            break
+                        self._cond.wait(left)
             with self._cond:
                 batch = self._reports[:_MAX_REPORT_BATCH]
                 del self._reports[: len(batch)]
