@@ -88,6 +88,7 @@ type Result struct {
 type running struct {
 	worker *Worker
 	job    *Job
+	ctx    context.Context // nil for a job leased while stopping
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
@@ -108,7 +109,9 @@ func (r *running) stop(reason error) {
 		r.reason = reason
 	}
 	r.mu.Unlock()
-	r.cancel()
+	if r.cancel != nil {
+		r.cancel()
+	}
 }
 
 type reasonKey struct{}

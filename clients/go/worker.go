@@ -111,6 +111,8 @@ type Worker struct {
 	logf      func(format string, args ...any)
 
 	leased, finished, failed, givenBack, lost atomic.Int64
+	// releases counts give-backs on their way: Run returns once they are answered
+	releases sync.WaitGroup
 
 	mu             sync.Mutex
 	started        bool
@@ -258,6 +260,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(w.closeCh)
 	<-reportDone
 	<-beatDone
+	w.releases.Wait()
 	w.logf("worker %s stopped: %+v", w.id, w.Stats())
 	return nil
 }
@@ -316,12 +319,11 @@ func (w *Worker) shutdown(leaseDone chan struct{}) {
 	if len(stragglers) > 0 {
 		w.logf("giving back %d job(s) still running after %s", len(stragglers), w.opts.StopTimeout)
 	}
-	var wg sync.WaitGroup
 	for _, job := range stragglers {
-		wg.Add(1)
-		go func(job *Job) { defer wg.Done(); w.release(job) }(job)
+		w.releases.Add(1)
+		go func(job *Job) { defer w.releases.Done(); w.release(job) }(job)
 	}
-	wg.Wait()
+	w.releases.Wait()
 }
 
 // signal wakes the lease loop; the caller holds w.mu or not, either is fine.
@@ -448,6 +450,14 @@ func (w *Worker) register(jobs []*Job) []*running {
 		if w.stopping {
 			r.settled = true
 		} else {
+			// the context exists from the moment the job holds a slot: a stop may cancel it
+			// before its handler starts
+			base, cancel := context.WithCancel(context.WithValue(context.Background(), reasonKey{}, r))
+			r.ctx, r.cancel = base, cancel
+			if job.Deadline != nil {
+				ctx, cancelDeadline := context.WithDeadline(base, *job.Deadline)
+				r.ctx, r.cancel = ctx, func() { cancelDeadline(); cancel() }
+			}
 			w.running[job.ID] = r
 		}
 		out = append(out, r)
@@ -457,20 +467,12 @@ func (w *Worker) register(jobs []*Job) []*running {
 
 func (w *Worker) launch(rs []*running) {
 	for _, r := range rs {
-		if r.settled {
-			go w.release(r.job)
+		if r.ctx == nil { // leased while stopping: given back at once
+			w.releases.Add(1)
+			go func(job *Job) { defer w.releases.Done(); w.release(job) }(r.job)
 			continue
 		}
-		base, cancel := context.WithCancel(context.WithValue(context.Background(), reasonKey{}, r))
-		ctx := base
-		if r.job.Deadline != nil {
-			var cancelDeadline context.CancelFunc
-			ctx, cancelDeadline = context.WithDeadline(base, *r.job.Deadline)
-			inner := cancel
-			cancel = func() { cancelDeadline(); inner() }
-		}
-		r.cancel = cancel
-		go w.runHandler(ctx, r)
+		go w.runHandler(r.ctx, r)
 	}
 }
 
@@ -538,6 +540,9 @@ func (w *Worker) runHandler(ctx context.Context, r *running) {
 		r.settled = true
 	}
 	r.mu.Unlock()
+	if giveBack && !settled {
+		w.releases.Add(1) // before the stop can see the slot free
+	}
 	if w.running[job.ID] == r {
 		delete(w.running, job.ID)
 	}
@@ -552,6 +557,7 @@ func (w *Worker) runHandler(ctx context.Context, r *running) {
 	w.mu.Unlock()
 	if giveBack && !settled {
 		w.release(job)
+		w.releases.Done()
 	}
 }
 
@@ -746,7 +752,7 @@ func (w *Worker) reportLoop() {
 		stopping := w.stopping
 		w.mu.Unlock()
 		if !stopping && w.opts.ReportDelay > 0 {
-			time.Sleep(w.opts.ReportDelay) // let more reports join the batch
+			w.linger()
 		}
 		w.mu.Lock()
 		n := len(w.reports)
@@ -776,6 +782,26 @@ func (w *Worker) reportLoop() {
 		w.inFlight -= n
 		w.mu.Unlock()
 		w.signal()
+	}
+}
+
+// linger lets the reports of handlers still running join the batch, for up to ReportDelay; with
+// none left running nothing can join, and the batch (which leases the next jobs) goes at once.
+func (w *Worker) linger() {
+	timer := time.NewTimer(w.opts.ReportDelay)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		done := len(w.running) == 0 || len(w.reports) >= maxReports || w.stopping
+		w.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-w.reportWake: // a handler returned
+		case <-timer.C:
+			return
+		}
 	}
 }
 

@@ -530,3 +530,32 @@ func TestNewRefusesOptionsThatCannotWork(t *testing.T) {
 		t.Fatalf("Run without handlers: %v", err)
 	}
 }
+
+func TestJobsLeasedWithAReportAnsweredAfterTheStopBeganAreGivenBack(t *testing.T) {
+	f := newFake(t)
+	var slowReports atomic.Bool
+	f.fault = func(w http.ResponseWriter, r *http.Request, kind string, n int) bool {
+		if kind == "reports" && slowReports.Load() {
+			time.Sleep(300 * time.Millisecond) // the stop begins while this batch (with next) is on its way
+		}
+		return false
+	}
+	f.add(100)
+	w := New(Options{URL: f.srv.URL, Concurrency: 8, Wait: time.Second, Logf: quiet})
+	w.Handle("t", func(context.Context, *Job) (any, error) {
+		slowReports.Store(true)
+		return nil, nil
+	})
+	stop := start(t, w)
+	until(t, "a report on its way", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.reportCalls > 0 })
+	stop()
+	s := w.Stats()
+	if s.Leased != s.Finished+s.GivenBack || s.GivenBack == 0 {
+		t.Fatalf("stats %+v: every leased job finished or given back, some given back", s)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.leased) != 0 {
+		t.Fatalf("%d jobs still leased after Run returned", len(f.leased))
+	}
+}
