@@ -311,8 +311,8 @@ class Worker:
             while not self._stopped.wait(0.2):
                 pass
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def stop(self, timeout: float = 25.0) -> None:
         """Stop leasing, wait up to ``timeout`` s for running handlers, give back the rest, send all reports.
@@ -799,7 +799,7 @@ class _Backoff:
 
     def next(self) -> float:
         self.attempt += 1
-        return random.uniform(0.5, 1.0) * min(self.cap, 0.1 * 2 ** min(self.attempt, 20))
+        return random.uniform(0.5, 1.0) * min(self.cap, 0.1 * 2.0 ** min(self.attempt, 20))
 
     def reset(self) -> None:
         self.attempt = 0
