@@ -148,6 +148,10 @@ func main() {
 				emit("ran", map[string]any{"id": job.ID})
 				return nil, jobclock.RetryLater(30*time.Second, errors.New("the upstream is busy"))
 			},
+			"go.final": func(ctx context.Context, job *jobclock.Job) (any, error) {
+				emit("ran", map[string]any{"id": job.ID})
+				return nil, jobclock.Final(errors.New("the arguments can never work"))
+			},
 			"go.deep": func(ctx context.Context, job *jobclock.Job) (any, error) {
 				emit("ran", map[string]any{"id": job.ID})
 				// deeper than the 32 levels jobclock accepts: the report is refused

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from jobclock_worker import Result, RetryLater, Worker
+from jobclock_worker import FinalFailure, Result, RetryLater, Worker
 
 scenario, url, token, out_path = sys.argv[1:5]
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(threadName)s %(levelname)s %(message)s")
@@ -73,6 +73,11 @@ def busy(job, ctx):
     raise RetryLater("30s", "the upstream is busy")
 
 
+def final(job, ctx):
+    emit("ran", id=job["id"])
+    raise FinalFailure("the arguments can never work")
+
+
 def deep(job, ctx):
     emit("ran", id=job["id"])
     result = {}
@@ -93,7 +98,7 @@ handlers = {
     "cancel": {"py.cancel": cancellable, "py.deadline": cancellable},
     "periodic": {"py.periodic": periodic},
     "stop": {"py.quick": quick, "py.stubborn": stubborn},
-    "retry": {"py.busy": busy, "py.deep": deep, "py.count": count},
+    "retry": {"py.busy": busy, "py.deep": deep, "py.count": count, "py.final": final},
 }[scenario]
 worker_id = f"py-{scenario}-{os.getpid()}"
 lease = {"long": "1s", "cancel": "3s"}.get(scenario, "30s")

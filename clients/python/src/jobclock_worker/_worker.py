@@ -71,7 +71,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-__all__ = ["Worker", "JobContext", "Result", "RetryLater", "Job", "Handler", "Duration", "parse_duration", "format_duration"]
+__all__ = ["Worker", "JobContext", "Result", "RetryLater", "FinalFailure", "Job", "Handler", "Duration", "parse_duration", "format_duration"]
 
 log = logging.getLogger("jobclock_worker")
 
@@ -120,6 +120,17 @@ class RetryLater(Exception):
         super().__init__(message)
         self.retry_in = format_duration(parse_duration(retry_in)) if not isinstance(retry_in, str) else retry_in
         parse_duration(self.retry_in)  # reject a bad duration here, not at the server
+        self.message = message
+
+
+class FinalFailure(Exception):
+    """Raise it from a handler when retrying cannot help (bad arguments, say): the job is reported
+    failed for good (``final: true``), whatever attempts remain. A server from before final
+    failures gets a plain failure instead (retried while attempts remain).
+    """
+
+    def __init__(self, message: str = "failed for good") -> None:
+        super().__init__(message)
         self.message = message
 
 
@@ -267,6 +278,7 @@ class Worker:
         self._reserved = 0  # slots promised to the jobs a report batch on its way asks for
         self._polling = 0  # the limit of the long-poll on its way
         self._next_on_reports = True  # False once a server refused ``next`` (older than it)
+        self._final_on_reports = True  # False once a server refused ``final`` (older than it)
         self._releases: List[JobContext] = []
         self._stopping = threading.Event()
         self._stopped = threading.Event()
@@ -554,6 +566,11 @@ class Worker:
         except RetryLater as e:
             report = {"outcome": "failed", "error": {"message": e.message, "type": "RetryLater"}, "retryIn": e.retry_in}
             self.log.info("job %s (%s) asks to be retried in %s: %s", ctx.id, job.get("type"), e.retry_in, e.message)
+        except FinalFailure as e:
+            report = {"outcome": "failed", "error": {"message": e.message, "type": "FinalFailure"}}
+            if self._final_on_reports:
+                report["final"] = True
+            self.log.warning("job %s (%s) failed for good: %s", ctx.id, job.get("type"), e.message)
         except Exception as e:
             report = {"outcome": "failed", "error": {"message": str(e) or type(e).__name__, "type": type(e).__name__}}
             self.log.warning("job %s (%s) failed: %s: %s", ctx.id, job.get("type"), type(e).__name__, e)
@@ -744,6 +761,11 @@ class Worker:
             if self.groups:
                 body["next"]["groups"] = self.groups
         status, payload = self._request("/jobs/reports", body)
+        if status == 400 and any("final" in r for _, r in batch) and _refuses_final(payload):
+            self.log.info("jobclock does not take final on reports (an older server): final failures are reported as failures")
+            self._final_on_reports = False
+            self._send_reports([(c, {k: v for k, v in r.items() if k != "final"}) for c, r in batch], reserve)
+            return
         if status == 400 and reserve > 0 and _refuses_next(payload):
             self.log.info("jobclock does not take next on reports (an older server): leasing by long-poll only")
             with self._cond:
@@ -812,6 +834,14 @@ def _json_of(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return {"detail": raw[:200].decode("utf-8", "replace")}
+
+
+def _refuses_final(payload: Any) -> bool:
+    """A 400 that names a report's ``final`` (its path, or ``"final"`` as the unrecognised key)."""
+    errors = payload.get("errors") if isinstance(payload, dict) else None
+    return isinstance(errors, list) and any(
+        isinstance(e, dict) and (str(e.get("path", "")).endswith("/final") or '"final"' in str(e.get("message", ""))) for e in errors
+    )
 
 
 def _refuses_next(payload: Any) -> bool:
