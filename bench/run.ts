@@ -34,6 +34,7 @@ import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
 import { burstTasks, lateness, schedulerBurst, sqlBurst } from './measure/scheduler.js';
 import { jobclockLease100, slimLease100 } from './measure/lease-statement.js';
 import { scheduleEngine } from './measure/schedule-engine.js';
+import { goLoop, goWorker, pythonLoop, pythonWorker } from './measure/worker-libraries.js';
 import {
   graphile018Processing,
   jobclockLoop,
@@ -99,6 +100,10 @@ const UNITS: Unit[] = [
   jobclockPolicyRate,
   jobclockLimited,
   jobclockLimitedRunner,
+  pythonLoop,
+  pythonWorker,
+  goLoop,
+  goWorker,
   postJobs,
   pgBoss12Send,
   postBatch,
