@@ -117,6 +117,18 @@ export function summarize(
   rate('b.runner', '(b) @jobclock/client Worker, no-op handlers, 4 runners × 100 slots', 'jobs/s', [
     { key: 'b.loop', label: 'README loop', min: 0.9 },
   ]);
+  rate('k.python.loop', '(k) Python: the README loop by hand (urllib), 4 threads, 1 process', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop' },
+  ]);
+  rate('k.python.worker', '(k) Python jobclock_worker, no-op handlers, 4 Workers × 100 slots, 1 process', 'jobs/s', [
+    { key: 'k.python.loop', label: 'Python loop', min: 0.9 },
+  ]);
+  rate('k.go.loop', '(k) Go: the README loop by hand (net/http), 4 goroutines, 1 process', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop' },
+  ]);
+  rate('k.go.worker', '(k) Go clients/go Worker, no-op handlers, 4 Workers × 100 slots, 1 process', 'jobs/s', [
+    { key: 'k.go.loop', label: 'Go loop', min: 0.9 },
+  ]);
   rate('b.types', '(b) jobclock: the same with types alone', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.wait', '(b) jobclock: the same with wait alone', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.reports', '(b) jobclock: the same with neither', 'jobs/s', [

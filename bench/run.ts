@@ -35,6 +35,7 @@ import { burstTasks, lateness, schedulerBurst, schedulerBurstFields, sqlBurst } 
 import { ledgerPages } from './measure/ledger.js';
 import { jobclockLease100, slimLease100 } from './measure/lease-statement.js';
 import { scheduleEngine } from './measure/schedule-engine.js';
+import { goLoop, goWorker, pythonLoop, pythonWorker } from './measure/worker-libraries.js';
 import {
   graphile018Processing,
   jobclockLoop,
@@ -100,6 +101,10 @@ const UNITS: Unit[] = [
   jobclockPolicyRate,
   jobclockLimited,
   jobclockLimitedRunner,
+  pythonLoop,
+  pythonWorker,
+  goLoop,
+  goWorker,
   postJobs,
   pgBoss12Send,
   postBatch,
