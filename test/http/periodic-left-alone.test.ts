@@ -238,6 +238,10 @@ describe('the run ledger', () => {
     ]);
     expect(ledger.find((r) => r.detail.trigger)!.jobId).toBe(triggered.id);
     for (const limit of [1, 2, 3, 7]) expect(await allRuns('ledger', limit)).toEqual(ledger);
+    // the list's recentRuns (the console's strips, read for a whole page at once) is the ledger's first page
+    const listed = (await api.get('/periodic-tasks?runs=5')).body.items.find((t: { id: string }) => t.id === 'ledger');
+    expect(listed.recentRuns).toEqual(ledger.slice(0, 5));
+    expect((await api.get('/periodic-tasks?runs=101')).status).toBe(400);
     // from and to bound the slots (both inclusive)
     const window = await allRuns('ledger', 2, `&from=${iso(30 * MIN)}&to=${iso(80 * MIN)}`);
     expect(window.map((r) => r.slot)).toEqual(ledger.slice(2, 9).map((r) => r.slot));

@@ -71,14 +71,23 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           tags,
           operationId: 'listPeriodicTasks',
           summary: 'List periodic tasks',
-          description: 'In id order, filtered by owner, task, enabled and health; page with limit and cursor.',
+          description:
+            'In id order, filtered by owner, task, enabled and health; page with limit and cursor. With `runs=n` each task also carries ' +
+            'the newest n entries of its run ledger (`recentRuns`), read for the whole page at once.',
           querystring: TaskListQuerySchema,
           response: { 200: TaskPageSchema, ...standardErrors },
         },
       },
       async (request) => {
         const page = await tasks.list(request.query);
-        return { items: page.items.map(taskToJson), nextCursor: page.nextCursor };
+        const n = request.query.runs;
+        const recent = n === undefined ? null : await deps.services.runs.recent(page.items, n);
+        return {
+          items: page.items.map((t) =>
+            recent === null ? taskToJson(t) : { ...taskToJson(t), recentRuns: (recent.get(t.id) ?? []).map(runToJson) },
+          ),
+          nextCursor: page.nextCursor,
+        };
       },
     );
 

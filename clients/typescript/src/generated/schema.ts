@@ -381,7 +381,7 @@ export interface paths {
         };
         /**
          * List periodic tasks
-         * @description In id order, filtered by owner, task, enabled and health; page with limit and cursor.
+         * @description In id order, filtered by owner, task, enabled and health; page with limit and cursor. With `runs=n` each task also carries the newest n entries of its run ledger (`recentRuns`), read for the whole page at once.
          */
         get: operations["listPeriodicTasks"];
         put?: never;
@@ -1286,6 +1286,8 @@ export interface components {
             nextRun: string | null;
             owner: string | null;
             priority: number;
+            /** @description GET /periodic-tasks with `runs=n` only: the newest n entries of the run ledger */
+            recentRuns?: components["schemas"]["TaskRun"][];
             schedule: string;
             /** @description Read-only: state saved by the last run, handed to the next job as taskState */
             state: unknown;
@@ -3517,6 +3519,8 @@ export interface operations {
                 health?: "ok" | "failing" | "overdue" | "disabled";
                 limit?: number;
                 owner?: string;
+                /** @description Also the newest `runs` entries of each task’s run ledger, as `recentRuns` (a dashboard’s strips) */
+                runs?: number;
                 task?: string;
             };
             header?: never;
