@@ -4,7 +4,7 @@ import type { TestDatabase } from '../support/db.js';
 import type { TestStack } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
 import { QUEUED_WALK, RECENT_WINDOW } from '../../src/repositories/job/search.js';
-import { CHROMIUM_TOOL, launch, open, screenshot } from './support.js';
+import { CHROMIUM_TOOL, launch, open, screenshot, settled } from './support.js';
 
 let tdb: TestDatabase;
 let stack: TestStack;
@@ -125,6 +125,7 @@ describe.skipIf(CHROMIUM_TOOL.skip)('the console', () => {
     await page.click('button[data-action="bulk-retry"]');
     await page.waitForFunction(`document.querySelector('#notice')?.textContent?.includes('queued again')`);
     expect(await page.locator('#notice').innerText()).toContain('2 job(s) queued again');
+    await settled(page); // the notice shows before the page renders again
     expect(await page.locator('#no-jobs').count()).toBe(1);
     expect((await call('GET', '/jobs?type=ui.bulk&state=queued')).items).toHaveLength(3);
 
