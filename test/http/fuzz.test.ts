@@ -311,6 +311,15 @@ describe('every route under mutations of valid requests', () => {
       await fc.assert(
         fc.asyncProperty(arb, async ({ mutations, param, query, role }) => {
           const body = mutations.reduce((b, m) => mutate(b, m), op.example);
+          // swells compound (1001 × 1001 × 300 …): a body past a few MiB tells no more than a 2 MiB one
+          // (413), and past JavaScript's string limit it cannot even be written down: not a request
+          let text: string | undefined;
+          try {
+            text = JSON.stringify(body);
+          } catch {
+            text = undefined;
+          }
+          fc.pre(body === undefined || (text !== undefined && text.length <= 8 * 1024 * 1024));
           const params = [...op.queryExamples];
           for (const [i, v] of query) {
             if (params.length === 0 || v === undefined) params.push(['bogus', v ?? 'x']);
@@ -323,11 +332,11 @@ describe('every route under mutations of valid requests', () => {
           let t = request(stack.app.server)
             [op.method as 'get'](url)
             .set('authorization', bearer(role as 'admin'));
-          if (op.method !== 'get' && op.method !== 'delete') t = t.set('content-type', 'application/json').send(JSON.stringify(body) ?? '');
+          if (op.method !== 'get' && op.method !== 'delete') t = t.set('content-type', 'application/json').send(text ?? '');
           const res = await t;
           requests++;
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-          const what = `${role} ${op.method.toUpperCase()} ${url} ${(JSON.stringify(body) ?? '').slice(0, 300)}`;
+          const what = `${role} ${op.method.toUpperCase()} ${url} ${(text ?? '').slice(0, 300)}`;
           expect(res.status, `${what} → ${res.status} ${res.text.slice(0, 300)}`).toBeLessThan(500);
           if (res.status >= 400) {
             rejected++;
