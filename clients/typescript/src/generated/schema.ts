@@ -2145,13 +2145,15 @@ export interface paths {
         };
         /**
          * List periodic tasks
-         * @description In id order, filtered by owner, task and enabled; page with limit and cursor.
+         * @description In id order, filtered by owner, task, enabled and health; page with limit and cursor.
          */
         get: {
             parameters: {
                 query?: {
                     cursor?: string;
                     enabled?: "true" | "false";
+                    /** @description Only tasks whose health.status is this */
+                    health?: "ok" | "failing" | "overdue" | "disabled";
                     limit?: number;
                     owner?: string;
                     task?: string;
@@ -2792,6 +2794,117 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/periodic-tasks/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The run ledger: every slot of the task and what became of it
+         * @description Every slot of the schedule since the task was created (or since firstRunAt) up to now appears exactly once, newest first, as far back as the retention keeps jobs: pending, finished, failed, dropped, cancelled (its job), skipped (detail.blockedBy) or missed. A job submitted by trigger appears at the moment it was submitted, with detail.trigger. Page with limit and cursor.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    cursor?: string;
+                    /** @description The oldest slot listed (inclusive); default: the task’s first */
+                    from?: string;
+                    limit?: number;
+                    /** @description The newest slot listed (inclusive); default and at most: now */
+                    to?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["TaskRunPage"];
+                    };
+                };
+                /** @description Default Response */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Default Response */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Default Response */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Default Response */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Default Response */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Default Response */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Default Response */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4753,8 +4866,10 @@ export interface components {
             runAt?: string;
         };
         PeriodicTask: {
+            alertAfter: string | null;
             args: unknown;
             catchUpLimit: number;
+            catchUpWindow: string | null;
             /**
              * @description forbid (default): no new job while one of this task is queued or running (nextRun still advances); allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; replace: cancel the queued or running job and submit a new one
              * @enum {string}
@@ -4766,13 +4881,16 @@ export interface components {
             /** @description Read-only: the tolerance in effect for the next run, default included */
             effectiveTolerance: string | null;
             enabled: boolean;
+            endAt: string | null;
             firstRunAt: string | null;
             group: string;
+            health: components["schemas"]["TaskHealth"];
             id: string;
             /** @description Read-only: when a job of this task last began executing */
             lastRun: string | null;
             /** @description Read-only: since when `worker` holds it */
             marked: string | null;
+            maxAttempts: number;
             /**
              * @description What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)
              * @example coalesce
@@ -4799,6 +4917,11 @@ export interface components {
             worker: string | null;
         };
         PeriodicTaskCreate: {
+            /**
+             * @description The dead man’s switch: health becomes overdue when no run has finished for this long after a slot came due. null: never overdue
+             * @example 2h
+             */
+            alertAfter?: string | null;
             /** @description Any JSON, handed to each job */
             args?: unknown;
             /**
@@ -4807,11 +4930,18 @@ export interface components {
              */
             catchUpLimit?: number;
             /**
+             * @description A slot more than this old when the scheduler reaches it is never submitted, whatever misfirePolicy: it is recorded as missed. null: no limit
+             * @example 1h
+             */
+            catchUpWindow?: string | null;
+            /**
              * @description forbid (default): no new job while one of this task is queued or running (nextRun still advances); allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; replace: cancel the queued or running job and submit a new one
              * @enum {string}
              */
             concurrencyPolicy?: "forbid" | "allow" | "replace";
             enabled?: boolean;
+            /** @description No slot at or after it; once past, nextRun is null and the task stays for its history. null: no end */
+            endAt?: string | null;
             /** @description Interval schedules run at firstRunAt + k·every (k ≥ 0); cron and calendar: no run before it */
             firstRunAt?: string | null;
             /** @description Job group (default `default`) */
@@ -4821,6 +4951,11 @@ export interface components {
              * @example mail-channel-42:poll
              */
             id?: string;
+            /**
+             * @description Attempts of each run (default 1). A failed run with attempts left is queued again after the backoff (or the worker’s retryIn); a retry still queued when the next slot comes due is dropped (reason next-run-due) and the new slot is planned as if no job were open
+             * @example 3
+             */
+            maxAttempts?: number;
             /**
              * @description What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)
              * @example coalesce
@@ -4862,6 +4997,11 @@ export interface components {
             [key: string]: unknown;
         };
         PeriodicTaskCreateInput: {
+            /**
+             * @description The dead man’s switch: health becomes overdue when no run has finished for this long after a slot came due. null: never overdue
+             * @example 2h
+             */
+            alertAfter?: string | null;
             /** @description Any JSON, handed to each job */
             args?: unknown;
             /**
@@ -4870,11 +5010,18 @@ export interface components {
              */
             catchUpLimit?: number;
             /**
+             * @description A slot more than this old when the scheduler reaches it is never submitted, whatever misfirePolicy: it is recorded as missed. null: no limit
+             * @example 1h
+             */
+            catchUpWindow?: string | null;
+            /**
              * @description forbid (default): no new job while one of this task is queued or running (nextRun still advances); allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; replace: cancel the queued or running job and submit a new one
              * @enum {string}
              */
             concurrencyPolicy?: "forbid" | "allow" | "replace";
             enabled?: boolean;
+            /** @description No slot at or after it; once past, nextRun is null and the task stays for its history. null: no end */
+            endAt?: string | null;
             /** @description Interval schedules run at firstRunAt + k·every (k ≥ 0); cron and calendar: no run before it */
             firstRunAt?: string | null;
             /** @description Job group (default `default`) */
@@ -4884,6 +5031,11 @@ export interface components {
              * @example mail-channel-42:poll
              */
             id?: string;
+            /**
+             * @description Attempts of each run (default 1). A failed run with attempts left is queued again after the backoff (or the worker’s retryIn); a retry still queued when the next slot comes due is dropped (reason next-run-due) and the new slot is planned as if no job were open
+             * @example 3
+             */
+            maxAttempts?: number;
             /**
              * @description What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)
              * @example coalesce
@@ -4925,8 +5077,10 @@ export interface components {
             [key: string]: unknown;
         };
         PeriodicTaskInput: {
+            alertAfter: string | null;
             args: unknown;
             catchUpLimit: number;
+            catchUpWindow: string | null;
             /**
              * @description forbid (default): no new job while one of this task is queued or running (nextRun still advances); allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; replace: cancel the queued or running job and submit a new one
              * @enum {string}
@@ -4938,13 +5092,16 @@ export interface components {
             /** @description Read-only: the tolerance in effect for the next run, default included */
             effectiveTolerance: string | null;
             enabled: boolean;
+            endAt: string | null;
             firstRunAt: string | null;
             group: string;
+            health: components["schemas"]["TaskHealthInput"];
             id: string;
             /** @description Read-only: when a job of this task last began executing */
             lastRun: string | null;
             /** @description Read-only: since when `worker` holds it */
             marked: string | null;
+            maxAttempts: number;
             /**
              * @description What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)
              * @example coalesce
@@ -4972,6 +5129,11 @@ export interface components {
         };
         /** @description Any writable field; null resets a nullable one (tolerance and timebox to their defaults) */
         PeriodicTaskPatch: {
+            /**
+             * @description The dead man’s switch: health becomes overdue when no run has finished for this long after a slot came due. null: never overdue
+             * @example 2h
+             */
+            alertAfter?: string | null;
             /** @description Any JSON, handed to each job */
             args?: unknown;
             /**
@@ -4980,15 +5142,27 @@ export interface components {
              */
             catchUpLimit?: number;
             /**
+             * @description A slot more than this old when the scheduler reaches it is never submitted, whatever misfirePolicy: it is recorded as missed. null: no limit
+             * @example 1h
+             */
+            catchUpWindow?: string | null;
+            /**
              * @description forbid (default): no new job while one of this task is queued or running (nextRun still advances); allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; replace: cancel the queued or running job and submit a new one
              * @enum {string}
              */
             concurrencyPolicy?: "forbid" | "allow" | "replace";
             enabled?: boolean;
+            /** @description No slot at or after it; once past, nextRun is null and the task stays for its history. null: no end */
+            endAt?: string | null;
             /** @description Interval schedules run at firstRunAt + k·every (k ≥ 0); cron and calendar: no run before it */
             firstRunAt?: string | null;
             /** @description Job group (default `default`) */
             group?: string;
+            /**
+             * @description Attempts of each run (default 1). A failed run with attempts left is queued again after the backoff (or the worker’s retryIn); a retry still queued when the next slot comes due is dropped (reason next-run-due) and the new slot is planned as if no job were open
+             * @example 3
+             */
+            maxAttempts?: number;
             /**
              * @description What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)
              * @example coalesce
@@ -5031,6 +5205,11 @@ export interface components {
         };
         /** @description Any writable field; null resets a nullable one (tolerance and timebox to their defaults) */
         PeriodicTaskPatchInput: {
+            /**
+             * @description The dead man’s switch: health becomes overdue when no run has finished for this long after a slot came due. null: never overdue
+             * @example 2h
+             */
+            alertAfter?: string | null;
             /** @description Any JSON, handed to each job */
             args?: unknown;
             /**
@@ -5039,15 +5218,27 @@ export interface components {
              */
             catchUpLimit?: number;
             /**
+             * @description A slot more than this old when the scheduler reaches it is never submitted, whatever misfirePolicy: it is recorded as missed. null: no limit
+             * @example 1h
+             */
+            catchUpWindow?: string | null;
+            /**
              * @description forbid (default): no new job while one of this task is queued or running (nextRun still advances); allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; replace: cancel the queued or running job and submit a new one
              * @enum {string}
              */
             concurrencyPolicy?: "forbid" | "allow" | "replace";
             enabled?: boolean;
+            /** @description No slot at or after it; once past, nextRun is null and the task stays for its history. null: no end */
+            endAt?: string | null;
             /** @description Interval schedules run at firstRunAt + k·every (k ≥ 0); cron and calendar: no run before it */
             firstRunAt?: string | null;
             /** @description Job group (default `default`) */
             group?: string;
+            /**
+             * @description Attempts of each run (default 1). A failed run with attempts left is queued again after the backoff (or the worker’s retryIn); a retry still queued when the next slot comes due is dropped (reason next-run-due) and the new slot is planned as if no job were open
+             * @example 3
+             */
+            maxAttempts?: number;
             /**
              * @description What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)
              * @example coalesce
@@ -5441,6 +5632,78 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone?: string;
+        };
+        /** @description Read-only: what the task’s runs have come to */
+        TaskHealth: {
+            /** @description Runs that ended without finishing since the last one that finished */
+            consecutiveFailures: number;
+            /** @description When a run last failed, timed out or was dropped */
+            lastFailureAt: string | null;
+            /** @description When a run last finished */
+            lastSuccessAt: string | null;
+            /**
+             * @description First match wins: disabled (enabled is false); overdue (alertAfter is set and no run has finished for longer than alertAfter after a slot came due); failing (the last run that ended did not finish: it failed, timed out or was dropped); ok
+             * @enum {string}
+             */
+            status: "ok" | "failing" | "overdue" | "disabled";
+        };
+        /** @description Read-only: what the task’s runs have come to */
+        TaskHealthInput: {
+            /** @description Runs that ended without finishing since the last one that finished */
+            consecutiveFailures: number;
+            /** @description When a run last failed, timed out or was dropped */
+            lastFailureAt: string | null;
+            /** @description When a run last finished */
+            lastSuccessAt: string | null;
+            /**
+             * @description First match wins: disabled (enabled is false); overdue (alertAfter is set and no run has finished for longer than alertAfter after a slot came due); failing (the last run that ended did not finish: it failed, timed out or was dropped); ok
+             * @enum {string}
+             */
+            status: "ok" | "failing" | "overdue" | "disabled";
+        };
+        TaskRun: {
+            attempts: number | null;
+            /** @description blockedBy, trigger, due, reason, error */
+            detail: {
+                [key: string]: unknown;
+            };
+            finishedAt: string | null;
+            jobId: string | null;
+            /**
+             * @description pending (its job is queued or running, or the slot is due and about to be submitted: detail.due), finished, failed, dropped, cancelled (the outcome of its job), skipped (not submitted: under forbid an open job of the task existed, detail.blockedBy), missed (not submitted: the service was down or behind and misfirePolicy or catchUpWindow left it out)
+             * @enum {string}
+             */
+            outcome: "pending" | "finished" | "failed" | "dropped" | "cancelled" | "skipped" | "missed";
+            /** @description The slot (a triggered job: the moment it was submitted) */
+            slot: string;
+            startedAt: string | null;
+        };
+        TaskRunInput: {
+            attempts: number | null;
+            /** @description blockedBy, trigger, due, reason, error */
+            detail: {
+                [key: string]: unknown;
+            };
+            finishedAt: string | null;
+            jobId: string | null;
+            /**
+             * @description pending (its job is queued or running, or the slot is due and about to be submitted: detail.due), finished, failed, dropped, cancelled (the outcome of its job), skipped (not submitted: under forbid an open job of the task existed, detail.blockedBy), missed (not submitted: the service was down or behind and misfirePolicy or catchUpWindow left it out)
+             * @enum {string}
+             */
+            outcome: "pending" | "finished" | "failed" | "dropped" | "cancelled" | "skipped" | "missed";
+            /** @description The slot (a triggered job: the moment it was submitted) */
+            slot: string;
+            startedAt: string | null;
+        };
+        TaskRunPage: {
+            items: components["schemas"]["TaskRun"][];
+            /** @description Pass as `cursor` for the next (older) page; null on the last page */
+            nextCursor: string | null;
+        };
+        TaskRunPageInput: {
+            items: components["schemas"]["TaskRunInput"][];
+            /** @description Pass as `cursor` for the next (older) page; null on the last page */
+            nextCursor: string | null;
         };
         /** @description One bucket per minute, oldest first; the current minute is the last. */
         Throughput: {
