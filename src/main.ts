@@ -6,8 +6,10 @@ import { ConfigError, loadConfig } from './config.js';
 import { EmbeddedStartError } from './db/embedded.js';
 import { knownMigrations, MigrationChangedError } from './db/migrate.js';
 import { Notifications } from './db/notifications.js';
+import { jobDto } from './http/schemas/jobs.js';
 import { createLogger } from './logger.js';
 import { migrateWithRetry, openRuntime } from './runtime.js';
+import { DeliveryEngine } from './scheduler/delivery-engine.js';
 import { LeaseReaper } from './scheduler/lease-reaper.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from './scheduler/retention-cleaner.js';
@@ -42,12 +44,14 @@ async function main(): Promise<void> {
     notifications,
     instanceId,
     retentionMs: config.retentionMs,
+    secretKey: config.secretKey,
   };
   const services = createServices(ctx);
   const app = await buildApp({ config, db: runtime.db, logger, clock: systemClock, migrations: await knownMigrations(), services });
   const scheduler = config.scheduler ? new PeriodicScheduler(ctx) : null;
   const reaper = new LeaseReaper(ctx);
   const cleaner = new RetentionCleaner(ctx);
+  const deliveries = new DeliveryEngine(ctx, { renderJob: jobDto });
   const flusher = config.searchFlushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: config.searchFlushMs });
 
   let stopping = false;
@@ -63,7 +67,7 @@ async function main(): Promise<void> {
     force.unref();
     try {
       services.jobs.shutdown(); // stop leasing; waiting long-polls answer 204 now
-      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), flusher?.stop()]); // the scheduler unmarks what this instance marked
+      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), flusher?.stop(), deliveries.stop()]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
       await notifications.stop();
       await runtime.close();
@@ -89,6 +93,7 @@ async function main(): Promise<void> {
   reaper.start();
   cleaner.start();
   flusher?.start();
+  deliveries.start();
 }
 
 main().catch((err: unknown) => {

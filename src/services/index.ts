@@ -5,6 +5,7 @@ import { PeriodicTaskService } from './periodic-tasks.js';
 import type { ServiceContext } from './context.js';
 import { StatsService } from './stats.js';
 import { TaskRunsService } from './task-runs.js';
+import { WebhookService } from './webhooks.js';
 
 export interface Services {
   jobs: JobService;
@@ -13,6 +14,7 @@ export interface Services {
   stats: StatsService;
   flow: FlowService;
   metrics: Metrics;
+  webhooks: WebhookService;
 }
 
 /** The services of one instance. The context gets the instance's Metrics, which its loops share. */
@@ -25,5 +27,6 @@ export function createServices(ctx: ServiceContext): Services {
     stats: new StatsService(ctx),
     flow: new FlowService(ctx),
     metrics: ctx.metrics,
+    webhooks: new WebhookService(ctx),
   };
 }

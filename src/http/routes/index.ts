@@ -6,6 +6,7 @@ import { jobRoutes } from './jobs.js';
 import { operationsRoutes } from './operations.js';
 import { periodicTaskRoutes } from './periodic-tasks.js';
 import { scheduleRoutes } from './schedules.js';
+import { webhookRoutes } from './webhooks.js';
 
 export type RouteDeps = AppDeps & { clock: Clock };
 
@@ -17,5 +18,6 @@ export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
     await app.register(jobRoutes(deps));
     await app.register(operationsRoutes(deps));
     await app.register(flowRoutes(deps));
+    await app.register(webhookRoutes(deps));
   };
 }
