@@ -21,7 +21,11 @@ CREATE TABLE webhook (
 
 CREATE TABLE webhook_delivery (
   id               bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  webhook_id       bigint      NOT NULL REFERENCES webhook (id) ON DELETE CASCADE,
+  -- no foreign key: its check would take a KEY SHARE lock on the webhook row for every delivery
+  -- recorded, and the reports of concurrent workers, all locking the same few webhook rows, would
+  -- create a MultiXact each. Deleting a webhook deletes its deliveries; one recorded concurrently
+  -- is removed by the engine when it comes due.
+  webhook_id       bigint      NOT NULL,
   event            text        NOT NULL,
   -- the job id or periodic task id the event is about
   subject          text        NOT NULL,

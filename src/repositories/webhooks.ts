@@ -148,8 +148,11 @@ export async function webhookUpdate(
 /** Deletes a webhook and its deliveries; false when there was none. */
 export async function webhookDelete(db: Executor, id: string): Promise<boolean> {
   if (!isWebhookId(id)) return false;
-  const r = await sql`DELETE FROM webhook WHERE id = ${id}::bigint`.execute(db.kysely);
-  return Number(r.numAffectedRows ?? 0) > 0;
+  const { rows } = await sql<{ n: number }>`
+    WITH gone AS (DELETE FROM webhook WHERE id = ${id}::bigint RETURNING id),
+    deliveries AS (DELETE FROM webhook_delivery WHERE webhook_id = ${id}::bigint AND EXISTS (SELECT 1 FROM gone))
+    SELECT count(*)::int AS n FROM gone`.execute(db.kysely);
+  return (rows[0]?.n ?? 0) > 0;
 }
 
 interface DeliveryRow {
@@ -211,11 +214,16 @@ export async function deliveryClaim(db: Executor, now: Date, limit: number, hold
     secret: string;
   }>`
     WITH due AS (
-      SELECT id FROM webhook_delivery
+      SELECT id, webhook_id FROM webhook_delivery
       WHERE status = 'pending' AND next_attempt_at <= ${now}::timestamptz
       ORDER BY next_attempt_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
+    ),
+    -- recorded for a webhook deleted meanwhile (there is no foreign key: migration 0022)
+    orphans AS (
+      DELETE FROM webhook_delivery x USING due
+      WHERE x.id = due.id AND NOT EXISTS (SELECT 1 FROM webhook w WHERE w.id = due.webhook_id)
     )
     UPDATE webhook_delivery d
        SET attempts = d.attempts + 1, next_attempt_at = ${now}::timestamptz + ${holdMs} * interval '1 millisecond'
@@ -237,6 +245,15 @@ export async function deliveryClaim(db: Executor, now: Date, limit: number, hold
     url: r.url,
     secret: r.secret,
   }));
+}
+
+/**
+ * Lets the current transaction commit without waiting for its WAL to be flushed (the engine's
+ * claims and records: a crash loses at most the last moments of them, and those attempts are made
+ * again). Only inside withTransaction.
+ */
+export async function deliveryCommitLazily(tx: Executor): Promise<void> {
+  await sql`SET LOCAL synchronous_commit TO off`.execute(tx.kysely);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Agent, type Dispatcher, request } from 'undici';
+import { type Executor, withTransaction } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
 import { deliveryJitter, deliveryRetryAt, signatureHeader, WEBHOOK_TIMEOUT_MS } from '../domain/delivery.js';
 import type { Job } from '../domain/job.js';
@@ -8,6 +9,7 @@ import {
   type ClaimedDelivery,
   type DeliveryAttempt,
   deliveryClaim,
+  deliveryCommitLazily,
   deliveryNextDue,
   deliveryRecord,
   taskAnnounceOverdue,
@@ -120,7 +122,7 @@ export class DeliveryEngine extends LoopService {
     this.unsubscribe = null;
     await super.stop();
     await Promise.allSettled([...this.inFlight]);
-    await this.record().catch(() => undefined); // unrecorded ones are attempted again after their hold
+    await this.record(this.ctx.db); // unrecorded ones are attempted again after their hold
     await this.ownDispatcher?.close();
   }
 
@@ -145,7 +147,7 @@ export class DeliveryEngine extends LoopService {
       const claimed = await deliveryClaim(this.ctx.db, now, this.maxInFlight, this.timeoutMs + HOLD_MARGIN_MS);
       const attempts = await Promise.all(claimed.map((d) => this.send(d)));
       this.ended.push(...attempts);
-      await this.record();
+      await this.record(this.ctx.db);
       for (const a of attempts) {
         if (a.status === 'delivered') result.delivered++;
         else if (a.status === 'pending') result.retried++;
@@ -156,7 +158,6 @@ export class DeliveryEngine extends LoopService {
   }
 
   private async step(): Promise<number> {
-    await this.record();
     const now = this.ctx.clock.now();
     if (now.getTime() >= this.nextOverdueLook) {
       const announced = await taskAnnounceOverdue(this.ctx.db, now, 1_000);
@@ -165,21 +166,30 @@ export class DeliveryEngine extends LoopService {
     }
     const room = this.maxInFlight - this.inFlight.size;
     let claimed = 0;
-    if (room > 0) {
-      const due = await deliveryClaim(this.ctx.db, now, room, this.timeoutMs + HOLD_MARGIN_MS);
+    if (room > 0 || this.ended.length > 0) {
+      // what ended is recorded and the next batch claimed in one transaction that does not wait
+      // for its commit to reach the disk: losing it in a crash only sends those attempts again
+      // (at least once holds), and the engine adds no WAL flushes to those the worker loop waits on
+      const due = await withTransaction(this.ctx.db, async (tx) => {
+        await deliveryCommitLazily(tx);
+        await this.record(tx);
+        return room > 0 ? deliveryClaim(tx, now, room, this.timeoutMs + HOLD_MARGIN_MS) : [];
+      });
       claimed = due.length;
       for (const d of due) {
         const p = this.send(d).then((a) => {
           this.ended.push(a);
           this.inFlight.delete(p);
-          this.loop.wake(); // records it, and there is room for another
+          // once half the room is free, the next step records what ended and claims again: a
+          // statement of each per batch of attempts, not per attempt
+          if (this.inFlight.size <= this.maxInFlight / 2) this.loop.wake();
         });
         this.inFlight.add(p);
       }
     }
     const untilOverdueLook = Math.max(1, this.nextOverdueLook - now.getTime());
-    // full: an attempt that ends wakes the loop
-    if (this.inFlight.size >= this.maxInFlight) return untilOverdueLook;
+    // more than half full: the attempts that end wake the loop
+    if (this.inFlight.size > this.maxInFlight / 2) return untilOverdueLook;
     if (claimed > 0 && claimed === room) return 0; // more may be due
     const next = await deliveryNextDue(this.ctx.db);
     const untilDue = next === null ? this.idleMs : Math.max(0, next.getTime() - now.getTime());
@@ -190,12 +200,12 @@ export class DeliveryEngine extends LoopService {
    * Records the attempts that ended since the last step, in one statement however many (the
    * attempts of a busy engine end by the hundred a second).
    */
-  private async record(): Promise<void> {
+  private async record(db: Executor): Promise<void> {
     if (this.ended.length === 0) return;
     const batch = this.ended;
     this.ended = [];
     try {
-      const recorded = await deliveryRecord(this.ctx.db, batch, this.ctx.clock.now());
+      const recorded = await deliveryRecord(db, batch, this.ctx.clock.now());
       this.events_.emit('recorded', { attempts: batch, recorded });
     } catch (err) {
       // they stay claimed until their hold ends, then they are attempted again: at least once
@@ -246,9 +256,13 @@ export class DeliveryEngine extends LoopService {
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
       });
-      const text = await readCapped(res.body, this.maxResponseBytes);
       const code = res.statusCode;
-      if (code >= 200 && code < 300) return { statusCode: code, error: null };
+      if (code >= 200 && code < 300) {
+        // nothing in a 2xx answer is used: read past it (up to the cap) to keep the connection
+        await res.body.dump({ limit: this.maxResponseBytes });
+        return { statusCode: code, error: null };
+      }
+      const text = await readCapped(res.body, this.maxResponseBytes);
       if (code >= 300 && code < 400) {
         const location = res.headers.location;
         return { statusCode: code, error: `redirect to ${String(location ?? '(no location)')} not followed` };

@@ -18,7 +18,7 @@ let api: JobsApi;
 let engine: DeliveryEngine;
 let receiver: Receiver;
 
-useJobsApi({ clock, clean: ['webhook', 'job', 'periodic_task'] }, (f) => ({ tdb, api } = f));
+useJobsApi({ clock, clean: ['webhook_delivery', 'webhook', 'job', 'periodic_task'] }, (f) => ({ tdb, api } = f));
 
 const admin = bearer('admin');
 const worker = bearer('worker');
@@ -275,6 +275,15 @@ describe('job events', () => {
     await engine.tick(clock.advance(3_750));
     expect(JSON.parse(receiver.requests[1]!.raw)).toMatchObject({ event: 'job.finished', job: { id: job.id } });
     expect(Object.keys(JSON.parse(receiver.requests[1]!.raw).job)).toEqual(['id']);
+  });
+
+  it('drops a delivery recorded for a webhook deleted meanwhile when it comes due', async () => {
+    await tdb.db.pool.query(
+      `INSERT INTO webhook_delivery (webhook_id, event, subject, at, next_attempt_at, created_at) VALUES (999, 'job.finished', '1', $1, $1, $1)`,
+      [T0],
+    );
+    expect(await engine.tick(clock.now())).toEqual({ delivered: 0, retried: 0, failed: 0 });
+    expect((await tdb.db.pool.query('SELECT count(*)::int AS n FROM webhook_delivery')).rows[0].n).toBe(0);
   });
 
   it('records nothing, and sends nothing, without a subscription', async () => {
