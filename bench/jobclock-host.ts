@@ -19,6 +19,8 @@ import { systemClock } from '../src/clock.js';
 import { createDb, type Db } from '../src/db/database.js';
 import { knownMigrations } from '../src/db/migrate.js';
 import { Notifications } from '../src/db/notifications.js';
+import { jobDto } from '../src/http/schemas/jobs.js';
+import { DeliveryEngine } from '../src/scheduler/delivery-engine.js';
 import { LeaseReaper } from '../src/scheduler/lease-reaper.js';
 import { PeriodicScheduler } from '../src/scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from '../src/scheduler/retention-cleaner.js';
@@ -62,6 +64,7 @@ interface Instance {
   scheduler: PeriodicScheduler | null;
   reaper: LeaseReaper;
   cleaner: RetentionCleaner | null;
+  deliveries: DeliveryEngine;
   flusher: SearchIndexFlusher | null;
 }
 
@@ -133,7 +136,10 @@ async function open(args: OpenArgs): Promise<{ port: number; tid: number | null 
   flusher?.start();
   const cleaner = args.retention ? new RetentionCleaner(ctx) : null;
   cleaner?.start();
-  current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner, flusher };
+  // as in main.ts: idle unless a webhook is subscribed
+  const deliveries = new DeliveryEngine(ctx, { renderJob: jobDto });
+  if (process.env.BENCH_DELIVERIES !== 'off') deliveries.start(); // off: diagnosis only (the triggers' cost alone)
+  current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner, flusher, deliveries };
   if (profileDir) {
     profiler = new Session();
     profiler.connect();
@@ -156,7 +162,7 @@ async function close(): Promise<void> {
     await writeFile(file, JSON.stringify(profile));
   }
   inst.services.jobs.shutdown();
-  await Promise.all([inst.scheduler?.stop(), inst.reaper.stop(), inst.cleaner?.stop(), inst.flusher?.stop()]);
+  await Promise.all([inst.scheduler?.stop(), inst.reaper.stop(), inst.cleaner?.stop(), inst.flusher?.stop(), inst.deliveries.stop()]);
   await inst.app.close();
   await inst.notifications.stop();
   await inst.db.destroy();

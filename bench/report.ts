@@ -117,6 +117,23 @@ export function summarize(
   rate('b.runner', '(b) @jobclock/client Worker, no-op handlers, 4 runners × 100 slots', 'jobs/s', [
     { key: 'b.loop', label: 'README loop', min: 0.9 },
   ]);
+  rate('b.hooks3', '(b) jobclock: README loop with 3 webhooks subscribed to job.finished', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop', min: 0.8 },
+  ]);
+  {
+    // the deliveries the loop caused, sent to a local receiver that answers 204 at once
+    const perSec = spread(values(rounds, 'b.hooks3', (r) => r.extra?.deliveriesPerSec ?? Number.NaN));
+    const behind = spread(values(rounds, 'b.hooks3', (r) => r.extra?.deliveriesPendingAtLoopEnd ?? Number.NaN));
+    if (perSec && behind) {
+      rows.push({
+        measurement: '(b) … its webhook deliveries, until every one is delivered',
+        result: `${fmt(perSec.median)} deliveries/s; ${fmt(behind.median)} still pending when the loop ended`,
+        ratio: '',
+        target: '',
+        pass: '',
+      });
+    }
+  }
   rate('b.types', '(b) jobclock: the same with types alone', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.wait', '(b) jobclock: the same with wait alone', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.reports', '(b) jobclock: the same with neither', 'jobs/s', [

@@ -5,6 +5,7 @@
 import { Worker } from '../../clients/typescript/src/index.js';
 import { run as runGraphile018 } from 'graphile-worker-018';
 import { PgBoss as PgBoss12 } from 'pg-boss-12';
+import { spawn } from 'node:child_process';
 import type pg from 'pg';
 import { startCpuMeter } from '../lib/cpu.js';
 import {
@@ -121,6 +122,12 @@ interface QueueShape {
   history?: (ctx: BenchContext) => number;
   /** Final jobs past the retention behind the queue, deleted by the RetentionCleaner while the loop runs. */
   expired?: (ctx: BenchContext) => number;
+  /**
+   * This many webhooks subscribed to job.finished, all to one local receiver that answers 204 at
+   * once; the instance's DeliveryEngine sends them while the loop runs. Reports the deliveries a
+   * second from the start of the timed phase until every delivery is delivered.
+   */
+  webhooks?: number;
   /** Sample the running count every 10 ms through the timed phase: it must never pass the limit. */
   sampleRunning?: boolean;
   /** With history: leave the template's periodic tasks idle (due in a day) instead of coming due. */
@@ -163,6 +170,52 @@ async function checkedRate(
 }
 
 /** PATCH /types/noop with `policy`, as an admin. */
+/** The receiver's program: answers 204 at once, prints its port. */
+const RECEIVER = `
+const http = require('node:http');
+const server = http.createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(204).end()); });
+server.keepAliveTimeout = 60000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
+/**
+ * A receiver on 127.0.0.1 in a process of its own (as receivers are: not on the thread of the
+ * benchmark's workers), and `n` webhooks subscribed to job.finished on it.
+ */
+async function startHooks(base: string, n: number): Promise<{ close(): Promise<void> }> {
+  const child = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
+  });
+  const url = `http://127.0.0.1:${port}/hook`;
+  const admin = new HttpClient(base, tokenOf('admin'), 1);
+  try {
+    for (let i = 0; i < n; i++) {
+      const res = await admin.request('POST', '/webhooks', { url, events: ['job.finished'] });
+      if (res.status !== 201) throw unexpected('POST /webhooks', res);
+    }
+  } finally {
+    admin.close();
+  }
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill();
+      }),
+  };
+}
+
+/** Delivered webhook deliveries, and those still pending. */
+async function deliveryCounts(db: { exec(text: string): Promise<{ rows: unknown[] }> }): Promise<{ delivered: number; pending: number }> {
+  const { rows } = await db.exec(
+    `select count(*) filter (where status = 'delivered')::int as delivered, count(*) filter (where status = 'pending')::int as pending
+       from webhook_delivery`,
+  );
+  return rows[0] as { delivered: number; pending: number };
+}
+
 async function setNoopPolicy(base: string, policy: Record<string, unknown>): Promise<void> {
   const admin = new HttpClient(base, tokenOf('admin'), 1);
   try {
@@ -312,6 +365,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
       const db = await ctx.server.createDatabase(await template);
       let leaser: HttpClient | null = null;
       let reporter: HttpClient | null = null;
+      let hooks: { close(): Promise<void> } | null = null;
       try {
         const n = queue;
         // the copy of the template is on disk before the loop starts, not written out during its window
@@ -334,6 +388,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
         const base = await ctx.host.open({ url: db.url, schedulerLoop: true, retention: shape.expired !== undefined });
         await db.settle();
         if (shape.policy) await setNoopPolicy(base, shape.policy);
+        if (shape.webhooks) hooks = await startHooks(base, shape.webhooks);
         leaser = new HttpClient(base, tokenOf('worker'), leaseLoops);
         reporter = mode === 'per-job' ? new HttpClient(base, tokenOf('worker'), reportSockets) : leaser;
         const rep = reporter;
@@ -356,6 +411,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
             const leaseMs: number[] | null = steady ? [] : null;
             const windowStart = steady ? await dbNow(db) : null;
             const stopVacuumSampler = steady ? vacuumSampler(db) : null;
+            const deliveredAtStart = hooks && timed ? (await deliveryCounts(db)).delivered : null;
             const phaseStart = performance.now();
             const more = () => performance.now() < until.deadline && done < until.jobs && finished < n;
             const count = (k: number) => {
@@ -404,6 +460,23 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
               }),
             );
             if (stopSampling) sampled.value = await stopSampling();
+            if (deliveredAtStart !== null) {
+              // the loop is done: the deliveries it caused are sent on, then counted
+              const loopMs = performance.now() - phaseStart;
+              let c = await deliveryCounts(db);
+              const pendingAtLoopEnd = c.pending;
+              const draining = process.env.BENCH_DELIVERIES !== 'off'; // off: no engine runs (bench/jobclock-host.ts)
+              while (draining && c.pending > 0 && performance.now() - phaseStart < loopMs + 120_000) {
+                await sleep(50);
+                c = await deliveryCounts(db);
+              }
+              sampled.value = {
+                ...sampled.value,
+                deliveriesPerSec: ((c.delivered - deliveredAtStart) * 1000) / (performance.now() - phaseStart),
+                deliveriesPendingAtLoopEnd: pendingAtLoopEnd,
+                deliveriesPendingAfter: c.pending,
+              };
+            }
             if (vacuumAtStart !== null && leaseMs !== null && windowStart !== null) {
               // what autovacuum did on the job table during the timed window (PostgreSQL 18's counters),
               // the lease's latency, and the lateness of the periodic runs due in the window
@@ -449,6 +522,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
         leaser?.close();
         if (reporter !== leaser) reporter?.close();
         await ctx.host.close().catch(() => undefined);
+        await hooks?.close();
         await db.retire();
       }
     },
@@ -461,6 +535,8 @@ export const jobclockTypes = jobclockProcessing('b.types', 'reports', { types: [
 export const jobclockWait = jobclockProcessing('b.wait', 'reports', { wait: '30s' });
 export const jobclockReports = jobclockProcessing('b.reports', 'reports');
 export const jobclockPerJob = jobclockProcessing('b.perjob', 'per-job');
+/** The README loop with 3 webhooks subscribed to job.finished, delivered to a local receiver meanwhile. */
+export const jobclockHooks3 = jobclockProcessing('b.hooks3', 'reports', { types: ['noop'], wait: '30s' }, { webhooks: 3 });
 /** The README loop with the jobs spread over 100 groups that take turns. */
 export const jobclockGroups = jobclockProcessing('b.groups100', 'reports', { types: ['noop'], wait: '30s' }, { groups: 100 });
 /** The README loop under a concurrency limit that does not bind (4 workers × 100 < 1000). */
