@@ -85,6 +85,7 @@ export class DeliveryEngine extends LoopService {
   private readonly inFlight = new Set<Promise<void>>();
   /** Attempts that ended and are not recorded yet: the next step records them in one statement. */
   private ended: DeliveryAttempt[] = [];
+  private readonly stopping = new AbortController();
   private nextOverdueLook = 0;
   private unsubscribe: (() => void) | null = null;
 
@@ -116,14 +117,19 @@ export class DeliveryEngine extends LoopService {
     super.start();
   }
 
-  /** Stops claiming, lets the attempts in flight end (each within its timeout) and closes the connections. */
+  /**
+   * Stops claiming, cuts the requests in flight short and closes the connections: a slow receiver
+   * must not hold up a graceful shutdown. The attempts cut short are not recorded; they stay
+   * claimed until their hold ends, and are then made again (by any instance).
+   */
   override async stop(): Promise<void> {
     this.unsubscribe?.();
     this.unsubscribe = null;
     await super.stop();
+    this.stopping.abort();
     await Promise.allSettled([...this.inFlight]);
     await this.record(this.ctx.db); // unrecorded ones are attempted again after their hold
-    await this.ownDispatcher?.close();
+    if (this.ownDispatcher && !this.ownDispatcher.closed) await this.ownDispatcher.close();
   }
 
   /** `recorded` events, for tests and benchmarks to await. */
@@ -178,7 +184,7 @@ export class DeliveryEngine extends LoopService {
       claimed = due.length;
       for (const d of due) {
         const p = this.send(d).then((a) => {
-          this.ended.push(a);
+          if (!this.stopping.signal.aborted) this.ended.push(a);
           this.inFlight.delete(p);
           // once half the room is free, the next step records what ended and claims again: a
           // statement of each per batch of attempts, not per attempt
@@ -252,7 +258,7 @@ export class DeliveryEngine extends LoopService {
         headers,
         body,
         dispatcher: this.dispatcher,
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.stopping.signal]),
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
       });

@@ -540,6 +540,11 @@ describe('delivery', () => {
       loop.start();
       expect((await post('/jobs/cancel', { filter: { type: 'later' } })).status).toBe(200);
       await receiver.received(60);
+      for (let i = 0; i < 100; i++) {
+        const left = await tdb.db.pool.query(`SELECT count(*)::int AS n FROM webhook_delivery WHERE status <> 'delivered'`);
+        if (left.rows[0].n === 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
       expect(receiver.maxConcurrent).toBeLessThanOrEqual(4);
       expect(receiver.maxConcurrent).toBeGreaterThan(1);
     } finally {
@@ -567,6 +572,27 @@ describe('delivery', () => {
     expect(await keyed.tick(clock.advance(3_750))).toEqual({ delivered: 1, retried: 0, failed: 0 });
     verify(w.secret!, receiver.requests[0]!.headers['jobclock-signature'] as string, receiver.requests[0]!.raw);
     await keyed.stop();
+  });
+
+  it('stops at once with a request in flight, which is made again once its hold ends', async () => {
+    const live = await createTestStack({ db: tdb.connect(3), listen: true, instanceId: 'live' });
+    const loop = new DeliveryEngine(live.ctx, { renderJob: jobDto });
+    try {
+      const w = await subscribe({ events: ['job.cancelled'] });
+      receiver.answer = () => ({ status: 200, delayMs: 5_000 });
+      loop.start();
+      const job = await api.create({ type: 'slow', runAt: '2027-01-01T00:00:00.000Z' });
+      await post(`/jobs/${job.id}/cancel`);
+      await receiver.received(1);
+      const stopping = Date.now();
+      await loop.stop();
+      expect(Date.now() - stopping).toBeLessThan(1_000);
+      const [d] = (await get(`/webhooks/${w.id}/deliveries`)).body.items;
+      expect(d).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: null, lastError: null });
+    } finally {
+      await loop.stop();
+      await live.close();
+    }
   });
 
   it('signs with a rotated secret from then on', async () => {
