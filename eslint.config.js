@@ -1,9 +1,29 @@
-// Lint rules of the codebase: typescript-eslint's type-aware recommendations and nothing unused.
+// Lint rules of the codebase: typescript-eslint's type-aware recommendations, nothing unused, the
+// layering of CONTRIBUTING.md (which folder of src/ may import which) and files of at most 450 lines.
 // Import cycles are checked by madge (npm run lint); formatting is prettier's (.prettierrc.json),
 // so no stylistic rules here.
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
+
+/** An import of one of these folders of src/ (from anywhere below src/). */
+const folders = (...names) => `^(\\.\\.?/)+(${names.join('|')})(/|\\.js$)`;
+
+/** The layer rule of a folder: what it must not import, and why (CONTRIBUTING.md, "Layering"). */
+function layer(files, patterns, ignores = []) {
+  return {
+    files,
+    ignores,
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns }],
+    },
+  };
+}
+
+const notAbove = (folder, names) => ({
+  regex: folders(...names),
+  message: `${folder} must not import ${names.join(', ')}: data flows http → services → (domain, repositories) → db (CONTRIBUTING.md, "Layering").`,
+});
 
 export default tseslint.config(
   { ignores: ['dist/', 'coverage/', 'node_modules/', 'clients/**/dist/', 'clients/**/generated/'] },
@@ -44,6 +64,47 @@ export default tseslint.config(
     ignores: ['src/http/**'],
     rules: { '@typescript-eslint/return-await': ['error', 'in-try-catch'] },
   },
+  { files: ['src/**/*.ts'], rules: { 'max-lines': ['error', { max: 450 }] } },
+  // Layering. The loops' modules (scheduler) and the entry points (app, main, runtime, cli) are
+  // above every layer; nothing in a layer imports them.
+  layer(
+    ['src/domain/**/*.ts'],
+    [
+      notAbove('src/domain', ['db', 'repositories', 'services', 'http', 'scheduler', 'cli', 'app', 'main', 'runtime', 'config', 'logger']),
+      {
+        regex: '^(pg|kysely|fastify|pino|prom-client|node:.*)$',
+        message: 'src/domain is pure: no I/O, no clock (time is an argument).',
+      },
+    ],
+  ),
+  layer(
+    ['src/db/**/*.ts'],
+    [
+      notAbove('src/db', ['repositories', 'services', 'http', 'scheduler', 'cli', 'app', 'main', 'runtime']),
+      { regex: folders('domain'), allowTypeImports: true, message: 'src/db may import the types of src/domain only.' },
+    ],
+  ),
+  layer(['src/repositories/**/*.ts'], [notAbove('src/repositories', ['services', 'http', 'scheduler', 'cli', 'app', 'main', 'runtime'])]),
+  layer(['src/services/**/*.ts'], [notAbove('src/services', ['http', 'scheduler', 'cli', 'app', 'main', 'runtime'])]),
+  layer(['src/scheduler/**/*.ts'], [notAbove('src/scheduler', ['http', 'cli', 'app', 'main', 'runtime'])]),
+  layer(
+    ['src/http/**/*.ts'],
+    [
+      notAbove('src/http', ['repositories', 'scheduler', 'cli', 'app', 'main', 'runtime']),
+      {
+        regex: folders('db'),
+        allowTypeImports: true,
+        message: 'src/http reaches the database through services; only the types of src/db may be named here.',
+      },
+    ],
+    // justified: the error handler maps driver errors (SQLSTATE) to problem documents, and /readyz
+    // probes the database and its schema itself
+    ['src/http/error-handler.ts', 'src/http/routes/health.ts'],
+  ),
+  layer(
+    ['src/http/error-handler.ts', 'src/http/routes/health.ts'],
+    [notAbove('src/http', ['repositories', 'scheduler', 'cli', 'app', 'main', 'runtime'])],
+  ),
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
   {
     // the console's browser modules (served from ui/)

@@ -161,7 +161,7 @@ async function close(): Promise<void> {
     await mkdir(profileDir, { recursive: true }); // a missing folder lost every profile, silently
     await writeFile(file, JSON.stringify(profile));
   }
-  inst.services.jobs.shutdown();
+  inst.services.workers.shutdown();
   await Promise.all([inst.scheduler?.stop(), inst.reaper.stop(), inst.cleaner?.stop(), inst.flusher?.stop(), inst.deliveries.stop()]);
   await inst.app.close();
   await inst.notifications.stop();

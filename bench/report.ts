@@ -134,6 +134,18 @@ export function summarize(
       });
     }
   }
+  rate('k.python.loop', '(k) Python: the README loop by hand (urllib), 4 threads, 1 process', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop' },
+  ]);
+  rate('k.python.worker', '(k) Python jobclock_worker, no-op handlers, 4 Workers × 100 slots, 1 process', 'jobs/s', [
+    { key: 'k.python.loop', label: 'Python loop', min: 0.9 },
+  ]);
+  rate('k.go.loop', '(k) Go: the README loop by hand (net/http), 4 goroutines, 1 process', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop' },
+  ]);
+  rate('k.go.worker', '(k) Go clients/go Worker, no-op handlers, 4 Workers × 100 slots, 1 process', 'jobs/s', [
+    { key: 'k.go.loop', label: 'Go loop', min: 0.9 },
+  ]);
   rate('b.types', '(b) jobclock: the same with types alone', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.wait', '(b) jobclock: the same with wait alone', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.reports', '(b) jobclock: the same with neither', 'jobs/s', [
@@ -387,6 +399,26 @@ export function summarize(
   // Scheduler
   rate('g.jobclock', '(g) 100k due tasks: PeriodicScheduler.tick submissions', 'jobs/s', [{ key: 'g.sql', label: 'SQL loop', min: 0.5 }]);
   rate('g.sql', '(g) 100k due tasks: plain multi-row INSERT loop, 1000/stmt', 'jobs/s');
+  rate('g.fields', '(g) the same with maxAttempts, catchUpWindow, alertAfter, endAt on every task', 'jobs/s', [
+    { key: 'g.jobclock', label: 'without them', min: 0.9 },
+  ]);
+  {
+    const at = (name: string) => spread(values(rounds, 'l.ledger', (r) => r.extra?.[name] ?? Number.NaN));
+    const p50 = at('p50');
+    const p99 = at('p99');
+    if (p50 && p99) {
+      const newest = at('newestP50');
+      rows.push({
+        measurement: '(l) run ledger: a page of 100 of an every-minute task with a year of slots, anywhere in the year',
+        result: `p50 ${fmt(p50.median)} · p99 ${fmt(p99.median)} [${fmt(p99.min)}–${fmt(p99.max)}] ms${newest ? ` (newest page p50 ${fmt(newest.median)} ms)` : ''}`,
+        ratio: '',
+        target: 'p50 < 50 ms',
+        pass: passMark(p50.median < 50),
+      });
+      figures['l.ledger'] = { p50, p99, newest };
+    } else
+      rows.push({ measurement: '(l) run ledger page', result: reason(rounds, 'l.ledger'), ratio: 'n/a', target: 'p50 < 50 ms', pass: '—' });
+  }
   {
     const key = 'h.lateness';
     const r = lateness?.get(key);

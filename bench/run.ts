@@ -31,9 +31,11 @@ import {
   growthRetention,
 } from './measure/growth.js';
 import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
-import { burstTasks, lateness, schedulerBurst, sqlBurst } from './measure/scheduler.js';
+import { burstTasks, lateness, schedulerBurst, schedulerBurstFields, sqlBurst } from './measure/scheduler.js';
+import { ledgerPages } from './measure/ledger.js';
 import { jobclockLease100, slimLease100 } from './measure/lease-statement.js';
 import { scheduleEngine } from './measure/schedule-engine.js';
+import { goLoop, goWorker, pythonLoop, pythonWorker } from './measure/worker-libraries.js';
 import {
   graphile018Processing,
   jobclockLoop,
@@ -101,6 +103,10 @@ const UNITS: Unit[] = [
   jobclockPolicyRate,
   jobclockLimited,
   jobclockLimitedRunner,
+  pythonLoop,
+  pythonWorker,
+  goLoop,
+  goWorker,
   postJobs,
   pgBoss12Send,
   postBatch,
@@ -111,7 +117,9 @@ const UNITS: Unit[] = [
   rawWake,
   idleWaiters,
   schedulerBurst,
+  schedulerBurstFields,
   sqlBurst,
+  ledgerPages,
   scheduleEngine,
   growthBase,
   growthLoop,

@@ -4,28 +4,18 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { Logger } from 'pino';
-import { type Clock, systemClock } from './clock.js';
-import type { Config } from './config.js';
-import type { Db } from './db/database.js';
+import { systemClock } from './clock.js';
 import { registerAuth } from './http/auth.js';
+import type { AppDeps } from './http/deps.js';
 import { errorHandler } from './http/error-handler.js';
 import { registerJsonParser } from './http/json-parser.js';
+import { pruneUnusedSchemas } from './http/openapi-prune.js';
 import { PROBLEM_CONTENT_TYPE, problem } from './http/problem.js';
 import { apiRoutes } from './http/routes/index.js';
 import { healthRoutes } from './http/routes/health.js';
 import { registerUi } from './http/ui.js';
-import type { Services } from './services/index.js';
 
-export interface AppDeps {
-  config: Pick<Config, 'tokens' | 'bodyLimit'>;
-  db: Db;
-  logger: Logger;
-  clock?: Clock;
-  /** Names of the migrations this build knows; /readyz compares them with the database. */
-  migrations: readonly string[];
-  services: Services;
-}
+export type { AppDeps };
 
 export const API_VERSION = '0.1.0';
 
@@ -86,7 +76,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         title: 'jobclock',
         version: API_VERSION,
         description: 'Periodic tasks and one-shot jobs for workers in any language. Errors are RFC 9457 problem documents.',
+        license: { name: 'MIT', identifier: 'MIT' },
       },
+      servers: [
+        { url: '/', description: 'The instance that serves this document' },
+        { url: 'http://127.0.0.1:3000', description: 'An instance on the default HOST and PORT' },
+      ],
       components: {
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'role:token pairs from JOBCLOCK_TOKENS' } },
       },
@@ -103,7 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ],
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (doc) => pruneUnusedSchemas(jsonSchemaTransformObject(doc) as Parameters<typeof pruneUnusedSchemas>[0]) as never,
   });
 
   await app.register(healthRoutes(deps));

@@ -66,7 +66,7 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs);
     force.unref();
     try {
-      services.jobs.shutdown(); // stop leasing; waiting long-polls answer 204 now
+      services.workers.shutdown(); // stop leasing; waiting long-polls answer 204 now
       await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), flusher?.stop(), deliveries.stop()]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
       await notifications.stop();

@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { createDb, type Db, ensureDatabase, redactUrl } from './db/database.js';
 import { type EmbeddedServer, startEmbedded } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
+import { SQLSTATE } from './db/pg-errors.js';
 
 /** The database jobclock runs on: DATABASE_URL's server, or its own embedded one. */
 export interface Runtime {
@@ -45,7 +46,10 @@ export async function migrateWithRetry(db: Db, logger: Logger, signal: AbortSign
     } catch (err) {
       const code = (err as { code?: string }).code;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
-      const unreachable = /ECONN|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|57P03/.test(`${code} ${cause}`) || /connect/i.test((err as Error).message);
+      const unreachable =
+        /ECONN|ENOTFOUND|ETIMEDOUT|EAI_AGAIN/.test(`${code} ${cause}`) ||
+        [code, cause].includes(SQLSTATE.cannotConnectNow) ||
+        /connect/i.test((err as Error).message);
       if (!unreachable) throw err;
       logger.warn({ err: { message: (err as Error).message }, retryInMs: delay }, 'database unreachable; will migrate once it answers');
       if (signal.aborted) return false;

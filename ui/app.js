@@ -1,6 +1,7 @@
 // jobclock operator console: hash routes (#/, #/jobs?…, #/jobs/<id>, #/tasks, #/tasks/<id>)
 // rendered from the public JSON API. No framework: template strings and one delegated listener.
 import { ApiError, get, patch, post, qs, token } from './api.js';
+import { healthBadge, legend, strip } from './runs.js';
 
 const main = document.getElementById('main');
 const notice = document.getElementById('notice');
@@ -191,26 +192,32 @@ const views = {
 
   async tasks(params) {
     const cursor = params.get('cursor') ?? undefined;
-    const filter = { task: params.get('task') || undefined, enabled: params.get('enabled') || undefined };
-    const page = await get(`/periodic-tasks${qs({ ...filter, limit: 100, cursor })}`);
+    const filter = {
+      task: params.get('task') || undefined,
+      enabled: params.get('enabled') || undefined,
+      health: params.get('health') || undefined,
+    };
+    // with each task's last 24 slots, read for the whole page in one request
+    const page = await get(`/periodic-tasks${qs({ ...filter, limit: 100, cursor, runs: 24 })}`);
     main.innerHTML = `
       <h1>Periodic tasks</h1>
       <form id="task-filter" class="filters">
         <label>job type <input name="task" value="${esc(filter.task ?? '')}" /></label>
         <label>enabled <select name="enabled">${['', 'true', 'false'].map((v) => `<option value="${v}"${filter.enabled === v ? ' selected' : ''}>${v || 'any'}</option>`).join('')}</select></label>
+        <label>health <select name="health">${['', 'ok', 'failing', 'overdue', 'disabled'].map((v) => `<option value="${v}"${filter.health === v ? ' selected' : ''}>${v || 'any'}</option>`).join('')}</select></label>
         <button type="submit">Filter</button>
       </form>
       ${
         page.items.length === 0
           ? '<p class="muted">No periodic task.</p>'
-          : `<table id="tasks"><thead><tr><th>id</th><th>job type</th><th>schedule</th><th>next run</th><th>last run</th><th>lateness</th><th>enabled</th><th></th></tr></thead><tbody>
-        ${page.items.map(taskRow).join('')}</tbody></table>`
+          : `<table id="tasks"><thead><tr><th>id</th><th>health</th><th>recent slots</th><th>job type</th><th>schedule</th><th>next run</th><th>last run</th><th>lateness</th><th></th></tr></thead><tbody>
+        ${page.items.map(taskRow).join('')}</tbody></table>${legend()}`
       }
       <p>${page.nextCursor ? `<a id="next-page" href="#/tasks${esc(qs({ ...filter, cursor: page.nextCursor }))}">Next page →</a>` : ''}</p>`;
   },
 
   async task(_params, id) {
-    const t = await get(`/periodic-tasks/${enc(id)}`);
+    const [t, runs] = await Promise.all([get(`/periodic-tasks/${enc(id)}`), get(`/periodic-tasks/${enc(id)}/runs?limit=60`)]);
     let preview;
     try {
       preview = await post('/schedules/preview', {
@@ -224,15 +231,31 @@ const views = {
     }
     const field = (k, v) => `<tr><th>${k}</th><td>${v}</td></tr>`;
     main.innerHTML = `
-      <h1>Periodic task ${esc(t.id)} ${t.enabled ? '<span class="badge finished">enabled</span>' : '<span class="badge paused">disabled</span>'}</h1>
+      <h1>Periodic task ${esc(t.id)} ${healthBadge(t.health)}</h1>
       <p class="actions">${taskActions(t)} <a href="#/jobs${esc(qs({ periodicTaskId: t.id }))}">its jobs</a></p>
+      <h2>Recent slots</h2>
+      <p id="slots">${strip(runs.items, { big: true })}</p>${legend()}
       <table class="fields">
         ${field('schedule', `${scheduleText(t)} <span class="muted">(${esc(preview.kind)}${t.timezone ? `, ${esc(t.timezone)}` : ''})</span>`)}
         ${field('job type', `<a href="#/jobs${esc(qs({ type: t.task }))}">${esc(t.task)}</a>`)}
         ${field('group', esc(t.group ?? '—'))}${field('next run', time(t.nextRun))}${field('last run', time(t.lastRun))}
         ${field('lateness', lateness(t))}${field('misfire policy', esc(t.misfirePolicy))}${field('concurrency policy', esc(t.concurrencyPolicy))}
         ${field('tolerance', esc(t.effectiveTolerance ?? '—'))}${field('owner', esc(t.owner ?? '—'))}${field('args', json(t.args))}
+        ${field('last success', time(t.health.lastSuccessAt))}${field('last failure', time(t.health.lastFailureAt))}
+        ${field('failures in a row', esc(t.health.consecutiveFailures))}
       </table>
+      <h2>When runs go wrong</h2>
+      ${leaveAloneForm(t)}
+      <h2>Slots</h2>
+      <table id="runs"><thead><tr><th>slot</th><th>outcome</th><th>job</th><th class="num">attempts</th><th>finished</th><th>detail</th></tr></thead><tbody>
+        ${runs.items
+          .slice(0, 20)
+          .map(
+            (r) =>
+              `<tr><td>${time(r.slot)}</td><td><span class="badge ${esc(r.outcome)}">${esc(r.outcome)}</span></td><td>${r.jobId ? `<a href="#/jobs/${enc(r.jobId)}">${esc(r.jobId)}</a>` : ''}</td><td class="num">${r.attempts ?? ''}</td><td>${r.finishedAt ? time(r.finishedAt) : ''}</td><td class="clip">${Object.keys(r.detail).length ? esc(JSON.stringify(r.detail)) : ''}</td></tr>`,
+          )
+          .join('')}
+      </tbody></table>
       <h2>Next 5 runs</h2>
       ${preview.error ? `<p>${problemText(preview.error)}</p>` : `<ol id="next-runs">${preview.next.map((n) => `<li>${time(n)} <span class="muted">in ${duration(Date.parse(n) - Date.now())}</span></li>`).join('')}</ol>`}`;
   },
@@ -276,8 +299,21 @@ function lateness(t) {
 }
 
 function taskRow(t) {
-  return `<tr data-task="${esc(t.id)}"><td><a href="#/tasks/${enc(t.id)}">${esc(t.id)}</a></td><td>${esc(t.task)}</td><td>${scheduleText(t)}${t.timezone ? ` <span class="muted">${esc(t.timezone)}</span>` : ''}</td>
-    <td>${time(t.nextRun)}</td><td>${time(t.lastRun)}</td><td>${lateness(t)}</td><td>${t.enabled ? 'yes' : 'no'}</td><td class="actions">${taskActions(t)}</td></tr>`;
+  return `<tr data-task="${esc(t.id)}"><td><a href="#/tasks/${enc(t.id)}">${esc(t.id)}</a></td><td>${healthBadge(t.health)}</td><td>${strip(t.recentRuns ?? [])}</td>
+    <td>${esc(t.task)}</td><td>${scheduleText(t)}${t.timezone ? ` <span class="muted">${esc(t.timezone)}</span>` : ''}</td>
+    <td>${time(t.nextRun)}</td><td>${time(t.lastRun)}</td><td>${lateness(t)}</td><td class="actions">${taskActions(t)}</td></tr>`;
+}
+
+/** The task's fields of "Periodic tasks you can leave alone", editable by an admin. */
+function leaveAloneForm(t) {
+  const f = (name, label, value, ph, type = 'text') =>
+    `<label>${label} <input name="${name}" type="${type}" value="${esc(value ?? '')}" placeholder="${esc(ph)}" /></label>`;
+  return `<form id="task-edit" class="filters" data-task="${esc(t.id)}">
+    ${f('maxAttempts', 'attempts per run', t.maxAttempts, '1', 'number')}
+    ${f('catchUpWindow', 'catch-up window', t.catchUpWindow, 'none, e.g. 1h')}
+    ${f('alertAfter', 'overdue after', t.alertAfter, 'never, e.g. 2h')}
+    ${f('endAt', 'ends at', t.endAt, 'never, e.g. 2027-01-01T00:00:00.000Z')}
+    <button type="submit">Save</button></form>`;
 }
 
 /** Each attempt from the history: leased → its outcome. */
@@ -452,6 +488,17 @@ document.addEventListener('submit', (ev) => {
     location.hash = `#/jobs${qs(data)}`;
   } else if (form.id === 'task-filter') {
     location.hash = `#/tasks${qs(data)}`;
+  } else if (form.id === 'task-edit') {
+    const body = {
+      maxAttempts: Number(data.maxAttempts || 1),
+      catchUpWindow: String(data.catchUpWindow).trim() || null,
+      alertAfter: String(data.alertAfter).trim() || null,
+      endAt: String(data.endAt).trim() || null,
+    };
+    void act(
+      () => patch(`/periodic-tasks/${enc(form.dataset.task)}`, body),
+      () => `${form.dataset.task} saved.`,
+    );
   }
 });
 

@@ -27,7 +27,7 @@ import { tokenOf } from '../lib/tokens.js';
 /** Queued no-op jobs at the start of every processing measurement (the seeded templates hold them). */
 export const processingJobs = (ctx: BenchContext) => scaled(ctx, 20_000, 200);
 /** The first tenth of the queue (or 1.5 s, whichever comes first) is the warm-up. */
-const warmupJobs = (ctx: BenchContext) => Math.round(processingJobs(ctx) / 10);
+export const warmupJobs = (ctx: BenchContext) => Math.round(processingJobs(ctx) / 10);
 export const processingTimeboxMs = (ctx: BenchContext) => Math.max(2_000, Math.round(4_000 * ctx.scale));
 
 // ---------------------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ interface QueueShape {
  * The rate of a timed run, after checking that the database holds as many finished jobs (`finishedSql`
  * counts them) as were reported, and that a sampled running count never passed `limit`.
  */
-async function checkedRate(
+export async function checkedRate(
   db: { exec(text: string): Promise<{ rows: unknown[] }> },
   t: Timed,
   n: number,

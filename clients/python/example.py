@@ -1,4 +1,5 @@
-"""A runnable example: start jobclock (`npm start`), then `python3 clients/python/example.py`.
+"""A runnable example: start jobclock (`npm start`), `pip install ./clients/python`, then
+`python3 clients/python/example.py`.
 
 It enqueues a few jobs of two types and runs a worker for them until Ctrl-C (which stops it
 cleanly: running handlers get a few seconds, the rest are given back). Environment:

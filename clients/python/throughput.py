@@ -1,6 +1,7 @@
 """How many trivial jobs one Python worker process runs per second.
 
-Start jobclock (`npm start`), then: `python3 clients/python/throughput.py [jobs] [concurrency]`
+Start jobclock (`npm start`) and `pip install ./clients/python`, then:
+`python3 clients/python/throughput.py [jobs] [concurrency]`
 (defaults 2000 and 8). It enqueues that many jobs of a fresh type, runs a Worker with handlers
 that do nothing, and prints the rate from the start of the worker to the last accepted report.
 JOBCLOCK_URL and JOBCLOCK_TOKEN as for example.py (the token needs the admin role).

@@ -1,7 +1,8 @@
-import { Kysely, PostgresAdapter, PostgresDialect, PostgresIntrospector, PostgresQueryCompiler, type Driver } from 'kysely';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { Executor, PreparedStatement } from './executor.js';
+import type { Executor, PreparedExecutor, PreparedStatement } from './executor.js';
+import { isDeadlock } from './pg-errors.js';
 import type { Database } from './schema.js';
 import { fastTimestamptzParser } from './timestamps.js';
 
@@ -43,39 +44,13 @@ export interface Db extends Executor {
    * Runs `work` in one transaction on a protocol connection, so its prepared statements keep their
    * generic plans (a transaction of `withTransaction` sends them unnamed, planned on every call).
    * Commits when `work` resolves, rolls back when it throws. The executor it hands `work` runs
-   * prepared statements only: its `kysely` compiles and cannot execute (the worker protocol's
-   * statements are all prepared ones).
+   * prepared statements only, and its type says so: it has no Kysely, so a Kysely-built statement
+   * does not type-check there (the worker protocol's statements are all prepared ones).
    */
-  protocolTransaction<T>(work: (tx: Executor) => Promise<T>): Promise<T>;
+  protocolTransaction<T>(work: (tx: PreparedExecutor) => Promise<T>): Promise<T>;
   readonly url: string;
   destroy(): Promise<void>;
 }
-
-/**
- * A Kysely that compiles PostgreSQL and executes nothing: what a protocol transaction offers for
- * building its statements, so nothing reaches past the transaction to a pool.
- */
-const compileOnly = new Kysely<Database>({
-  dialect: {
-    createAdapter: () => new PostgresAdapter(),
-    createDriver: (): Driver => {
-      const refuse = () => {
-        throw new Error('a protocol transaction runs prepared statements only');
-      };
-      return {
-        init: async () => undefined,
-        acquireConnection: async () => refuse(),
-        beginTransaction: async () => refuse(),
-        commitTransaction: async () => refuse(),
-        rollbackTransaction: async () => refuse(),
-        releaseConnection: async () => undefined,
-        destroy: async () => undefined,
-      };
-    },
-    createIntrospector: (db) => new PostgresIntrospector(db),
-    createQueryCompiler: () => new PostgresQueryCompiler(),
-  },
-});
 
 export interface DbOptions {
   url: string;
@@ -145,13 +120,12 @@ export function createDb(options: DbOptions): Db {
       const result = await protocol.query({ name: st.name, text: st.text, values: st.values as unknown[] });
       return result.rows as R[];
     },
-    async protocolTransaction<T>(work: (tx: Executor) => Promise<T>): Promise<T> {
+    async protocolTransaction<T>(work: (tx: PreparedExecutor) => Promise<T>): Promise<T> {
       const client = await protocol.connect();
       let broken: Error | undefined;
       try {
         await client.query('BEGIN');
-        const tx: Executor = {
-          kysely: compileOnly,
+        const tx: PreparedExecutor = {
           inTransaction: true,
           async prepared<R>(st: PreparedStatement): Promise<R[]> {
             const result = await client.query({ name: st.name, text: st.text, values: st.values as unknown[] });
@@ -229,11 +203,6 @@ export async function ensureDatabase(
 /** One round trip that proves the database answers. */
 export async function pingDatabase(db: Db): Promise<void> {
   await db.pool.query('select 1');
-}
-
-/** PostgreSQL's deadlock_detected: the statement was rolled back and may simply be run again. */
-export function isDeadlock(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === '40P01';
 }
 
 /**

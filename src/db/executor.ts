@@ -7,7 +7,7 @@
  * Inside one — `withTransaction` — both run on the transaction's single connection. An Executor has
  * no pool to reach past it, so a repository function handed a transaction cannot escape it.
  */
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, type Driver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 
 /** A statement compiled once and run with per-call values, prepared under `name` where it can be. */
@@ -17,14 +17,48 @@ export interface PreparedStatement {
   values: readonly unknown[];
 }
 
-export interface Executor {
-  /** Kysely on this executor's connections: the pool's, or the transaction's one. */
-  readonly kysely: Kysely<Database>;
+/**
+ * What runs prepared statements only: every Executor, and the transaction of
+ * Db.protocolTransaction, which has no Kysely to run anything else on. A repository function that
+ * needs no more takes this, so it can run in either.
+ */
+export interface PreparedExecutor {
   /** Runs a prepared statement and returns its rows. */
   prepared<R>(statement: PreparedStatement): Promise<R[]>;
-  /** True inside withTransaction. */
+  /** True inside a transaction. */
   readonly inTransaction: boolean;
 }
+
+export interface Executor extends PreparedExecutor {
+  /** Kysely on this executor's connections: the pool's, or the transaction's one. */
+  readonly kysely: Kysely<Database>;
+}
+
+/**
+ * A Kysely that compiles PostgreSQL and executes nothing: what prepared statements are built with
+ * (see repositories/job/compile.ts). Compiling needs the dialect only, never a connection.
+ */
+export const compileOnly = new Kysely<Database>({
+  dialect: {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: (): Driver => {
+      const refuse = () => {
+        throw new Error('compileOnly compiles statements and runs none');
+      };
+      return {
+        init: async () => undefined,
+        acquireConnection: async () => refuse(),
+        beginTransaction: async () => refuse(),
+        commitTransaction: async () => refuse(),
+        rollbackTransaction: async () => refuse(),
+        releaseConnection: async () => undefined,
+        destroy: async () => undefined,
+      };
+    },
+    createIntrospector: (db) => new PostgresIntrospector(db),
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+  },
+});
 
 /** The executor of a Kysely transaction: every statement on the transaction's connection. */
 function transactionExecutor(trx: Transaction<Database>): Executor {

@@ -1,13 +1,11 @@
 import type { ColumnType, Generated } from 'kysely';
+import type { JobState } from '../domain/job.js';
+import type { ConcurrencyPolicy, MisfirePolicy } from '../domain/periodic-task.js';
 
 /** Table types only. Durations are bigint milliseconds, returned as numbers (see database.ts). */
 type Json = ColumnType<unknown, string | null | undefined, string | null>;
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-
-export type ConcurrencyPolicy = 'forbid' | 'allow' | 'replace';
-export type MisfirePolicy = 'coalesce' | 'skip' | 'catch-up';
-export type JobState = 'queued' | 'running' | 'finished' | 'failed' | 'dropped' | 'cancelled';
 
 export interface PeriodicTaskTable {
   id: string;
@@ -93,14 +91,89 @@ export interface PeriodicSlotTable {
   recorded_at: Timestamp;
 }
 
+/** What happened to a job besides its current state (leases, outcomes, actions): its history. */
+export interface JobEventTable {
+  id: ColumnType<number, never, never>;
+  job_id: number | string;
+  at: Timestamp;
+  kind: string;
+  attempt: number | null;
+  worker: string | null;
+  actor: string | null;
+  detail: Json;
+}
+
+/**
+ * The search row of a final job (partitioned by id range; the partitions are made by
+ * jobclock_search_upkeep()).
+ */
+export interface JobSearchTable {
+  id: number | string;
+  type: string;
+  group_: string;
+  worker: string | null;
+  args: Json;
+  text: string;
+}
+
+export type FlowKind = 'type' | 'group';
+
+/** Pause, concurrency and rate of one job type or group. */
+export interface FlowPolicyTable {
+  kind: FlowKind;
+  name: string;
+  paused: Generated<boolean>;
+  concurrency: number | null;
+  rate_limit: number | null;
+  rate_window_ms: number | null;
+  updated_at: Timestamp;
+}
+
+/** The concurrency permits of a type or group: n = 1..concurrency, held by a running job. */
+export interface FlowSlotTable {
+  kind: FlowKind;
+  name: string;
+  n: number;
+  job_id: number | string | null;
+  released_at: NullableTimestamp;
+}
+
+/** The rate permits of a type or group: n = 1..rate_limit, each reusable rate_window_ms after use. */
+export interface FlowTokenTable {
+  kind: FlowKind;
+  name: string;
+  n: number;
+  used_at: NullableTimestamp;
+}
+
 export interface KyselyMigrationTable {
   name: string;
   timestamp: string;
 }
 
+export interface KyselyMigrationLockTable {
+  id: string;
+  is_locked: Generated<number>;
+}
+
+/** The checksum of each applied migration file (db/migrate.ts refuses to start on a changed one). */
+export interface JobclockMigrationChecksumTable {
+  name: string;
+  sha256: string;
+  recorded_at: ColumnType<Date, Date | string | undefined, Date | string>;
+}
+
+/** Every table jobclock queries (migrations/schema.sql has the whole schema). */
 export interface Database {
   periodic_task: PeriodicTaskTable;
   job: JobTable;
   periodic_slot: PeriodicSlotTable;
+  job_event: JobEventTable;
+  job_search: JobSearchTable;
+  flow_policy: FlowPolicyTable;
+  flow_slot: FlowSlotTable;
+  flow_token: FlowTokenTable;
   kysely_migration: KyselyMigrationTable;
+  kysely_migration_lock: KyselyMigrationLockTable;
+  jobclock_migration_checksum: JobclockMigrationChecksumTable;
 }

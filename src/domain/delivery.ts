@@ -2,7 +2,6 @@
  * Outgoing deliveries (webhooks): the events, the retry schedule and the signature. Pure: time and
  * randomness come in as arguments.
  */
-import { createHmac } from 'node:crypto';
 
 export const WEBHOOK_EVENTS = [
   'job.finished',
@@ -42,16 +41,6 @@ export function deliveryRetryAt(attempts: number, createdAt: Date, now: Date, ji
   const exponent = Math.min(Math.max(attempts - 1, 0), 30);
   const delay = Math.min(DELIVERY_BACKOFF_BASE_MS * 2 ** exponent, DELIVERY_BACKOFF_MAX_MS) * jitter;
   return new Date(now.getTime() + Math.max(1, Math.round(delay)));
-}
-
-/**
- * The `Jobclock-Signature` header of `body` sent at `at`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of
- * "<t>.<body>">`, as Stripe and Svix sign (the timestamp inside the MAC stops replays of old bodies).
- */
-export function signatureHeader(secret: string, body: string, at: Date): string {
-  const t = Math.floor(at.getTime() / 1000);
-  const v1 = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
-  return `t=${t},v1=${v1}`;
 }
 
 /** Only http and https URLs are delivered to; the message says what is wrong, null when fine. */

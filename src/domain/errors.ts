@@ -42,3 +42,11 @@ export class InvalidInputError extends DomainError {
     this.name = 'InvalidInputError';
   }
 }
+
+/** A worker's lease token is not (or no longer) the job's current lease: the worker must let the job go. */
+export class LeaseLostError extends DomainError {
+  constructor(message: string) {
+    super('lease_lost', message);
+    this.name = 'LeaseLostError';
+  }
+}

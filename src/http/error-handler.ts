@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { isBadValue, isServerUnavailable } from '../db/pg-errors.js';
 import { DomainError, type DomainErrorCode } from '../domain/errors.js';
 import { PROBLEM_CONTENT_TYPE, problem, type ProblemDocument, type ProblemFieldError } from './problem.js';
 
@@ -58,7 +59,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : '';
   if (['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EAI_AGAIN'].includes(code)) return true;
-  if (code.startsWith('08') || ['57P01', '57P02', '57P03', '53300', '42P01', '3D000'].includes(code)) return true;
+  if (isServerUnavailable(err)) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed/i.test(
     message,
   );
@@ -106,8 +107,7 @@ export function toProblem(err: unknown, request: FastifyRequest): { doc: Problem
   if (err instanceof SyntaxError || fe.statusCode === 400) {
     return { doc: problem(400, 'bad-request', fe.message || 'The request is malformed.'), internal: false };
   }
-  const pgCode = typeof (fe as { code?: unknown }).code === 'string' ? (fe.code as string) : '';
-  if (/^22/.test(pgCode) || pgCode === '23514') {
+  if (isBadValue(err)) {
     return { doc: problem(400, 'invalid-request', 'A value in the request is out of range or malformed.'), internal: false };
   }
   const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;

@@ -7,6 +7,7 @@ import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Executor } from '../db/executor.js';
 import type { PeriodicTaskTable } from '../db/schema.js';
 import { CHANNELS } from '../db/notifications.js';
+import { isUniqueViolation } from '../db/pg-errors.js';
 import type { ConcurrencyPolicy, MisfirePolicy, PeriodicTask } from '../domain/periodic-task.js';
 import type { HealthStatus } from '../domain/task-health.js';
 import { replacedEvents, replacedSet } from './job/replaced.js';
@@ -417,6 +418,5 @@ export async function taskAdvanceAndSubmit(db: Executor, w: BatchWrite, now: Dat
 
 /** True for the error a batch gets when a slot it submits already has a job. */
 export function isSlotConflict(err: unknown): boolean {
-  const e = err as { code?: unknown; constraint?: unknown };
-  return e?.code === '23505' && e.constraint === 'job_periodic_slot_key';
+  return isUniqueViolation(err, 'job_periodic_slot_key');
 }

@@ -61,3 +61,21 @@ export async function jobThroughput(db: Executor, now: Date, minutes: number, ty
   }
   return out;
 }
+
+/**
+ * Periodic tasks per health status at `now` (domain/task-health.ts healthOf, first match wins):
+ * the disabled, failing and overdue ones through their partial indexes (migration 0021), the rest
+ * from the count of all tasks.
+ */
+export async function taskHealthCounts(db: Executor, now: Date): Promise<Record<'ok' | 'failing' | 'overdue' | 'disabled', number>> {
+  const { rows } = await sql<{ total: number; disabled: number; overdue: number; failing: number }>`
+    SELECT (SELECT count(*) FROM periodic_task)::int AS total,
+           (SELECT count(*) FROM periodic_task WHERE NOT enabled)::int AS disabled,
+           (SELECT count(*) FROM periodic_task WHERE overdue_at IS NOT NULL AND overdue_at <= ${now} AND enabled)::int AS overdue,
+           (SELECT count(*) FROM periodic_task
+             WHERE consecutive_failures > 0 AND enabled AND (overdue_at IS NULL OR overdue_at > ${now}))::int AS failing`.execute(
+    db.kysely,
+  );
+  const r = rows[0]!;
+  return { ok: r.total - r.disabled - r.overdue - r.failing, failing: r.failing, overdue: r.overdue, disabled: r.disabled };
+}

@@ -55,20 +55,7 @@ export async function taskSlotRecords(db: Executor, taskId: string, from: Date, 
      WHERE r.task_id = ${taskId} AND r.slot <= ${upTo} AND r.last_slot >= ${from}
      ORDER BY r.slot DESC
      LIMIT ${limit}`.execute(db.kysely);
-  return rows.map((r) => ({
-    ...r,
-    job_id: r.job_id === null ? null : String(r.job_id),
-    job:
-      r.job === null
-        ? null
-        : {
-            state: r.job.state,
-            attempts: r.job.attempts,
-            started_at: r.job.started_at === null ? null : new Date(r.job.started_at as unknown as string),
-            finished_at: r.job.finished_at === null ? null : new Date(r.job.finished_at as unknown as string),
-            error: r.job.error,
-          },
-  }));
+  return rows.map((r) => ({ ...r, job_id: r.job_id === null ? null : String(r.job_id), job: jobOf(r.job) }));
 }
 
 /** Records a job submitted by a trigger: it is in the ledger at the moment it was submitted. */
@@ -85,4 +72,52 @@ export async function slotRecordDeleteOld(db: Executor, before: Date, limit: num
     DELETE FROM periodic_slot WHERE ctid IN (
       SELECT ctid FROM periodic_slot WHERE recorded_at < ${before} LIMIT ${limit})`.execute(db.kysely);
   return Number(r.numAffectedRows ?? 0);
+}
+
+/** The newest `limit` jobs of slots of each task at or before `upTo`: one index range per task, one statement. */
+export async function taskRecentSlotJobs(
+  db: Executor,
+  taskIds: readonly string[],
+  upTo: Date,
+  limit: number,
+): Promise<(SlotJobRow & { task_id: string })[]> {
+  if (taskIds.length === 0) return [];
+  const { rows } = await sql<SlotJobRow & { id: number | string; task_id: string }>`
+    SELECT t.task_id, j.id, j.scheduled_at AS slot, j.state, j.attempts, j.started_at, j.finished_at, j.error
+      FROM unnest(${taskIds}::text[]) AS t(task_id)
+      CROSS JOIN LATERAL (
+        SELECT id, scheduled_at, state, attempts, started_at, finished_at, error FROM job
+         WHERE periodic_task_id = t.task_id AND scheduled_at <= ${upTo}
+         ORDER BY scheduled_at DESC LIMIT ${limit}) j`.execute(db.kysely);
+  return rows.map((r) => ({ ...r, id: String(r.id) }));
+}
+
+/** The newest `limit` records of each task holding a slot at or before `upTo`, in one statement. */
+export async function taskRecentSlotRecords(
+  db: Executor,
+  taskIds: readonly string[],
+  upTo: Date,
+  limit: number,
+): Promise<(SlotRecordRow & { task_id: string })[]> {
+  if (taskIds.length === 0) return [];
+  const { rows } = await sql<SlotRecordRow & { task_id: string; job_id: number | string | null }>`
+    SELECT t.task_id, r.slot, r.last_slot, r.slots, r.outcome, r.job_id, r.timer, r.timezone, r.anchor, r.first_run_at,
+           CASE WHEN j.id IS NOT NULL THEN jsonb_build_object('state', j.state, 'attempts', j.attempts,
+             'started_at', j.started_at, 'finished_at', j.finished_at, 'error', j.error) END AS job
+      FROM unnest(${taskIds}::text[]) AS t(task_id)
+      CROSS JOIN LATERAL (
+        SELECT * FROM periodic_slot WHERE task_id = t.task_id AND slot <= ${upTo} ORDER BY slot DESC LIMIT ${limit}) r
+      LEFT JOIN job j ON r.outcome = 'triggered' AND j.id = r.job_id`.execute(db.kysely);
+  return rows.map((r) => ({ ...r, job_id: r.job_id === null ? null : String(r.job_id), job: jobOf(r.job) }));
+}
+
+function jobOf(j: SlotRecordRow['job'] | null): SlotRecordRow['job'] {
+  if (j === null) return null;
+  return {
+    state: j.state,
+    attempts: j.attempts,
+    started_at: j.started_at === null ? null : new Date(j.started_at as unknown as string),
+    finished_at: j.finished_at === null ? null : new Date(j.finished_at as unknown as string),
+    error: j.error,
+  };
 }

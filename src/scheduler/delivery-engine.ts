@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import { Agent, type Dispatcher, request } from 'undici';
 import { type Executor, withTransaction } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
-import { deliveryJitter, deliveryRetryAt, signatureHeader, WEBHOOK_TIMEOUT_MS } from '../domain/delivery.js';
+import { createHmac } from 'node:crypto';
+import { deliveryJitter, deliveryRetryAt, WEBHOOK_TIMEOUT_MS } from '../domain/delivery.js';
 import type { Job } from '../domain/job.js';
 import { jobFromRow, type JobRow } from '../repositories/job/row.js';
 import {
@@ -309,4 +310,14 @@ async function readCapped(body: Dispatcher.ResponseData['body'], cap: number): P
     chunks.push(b);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The `Jobclock-Signature` header of `body` sent at `at`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of
+ * "<t>.<body>">`, as Stripe and Svix sign (the timestamp inside the MAC stops replays of old bodies).
+ */
+export function signatureHeader(secret: string, body: string, at: Date): string {
+  const t = Math.floor(at.getTime() / 1000);
+  const v1 = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
+  return `t=${t},v1=${v1}`;
 }

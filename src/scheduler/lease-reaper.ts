@@ -63,6 +63,7 @@ export class LeaseReaper extends LoopService {
       for (const job of changed) {
         const a = byId.get(job.id)!;
         const fields = { jobId: job.id, taskId: job.periodicTaskId ?? undefined, worker: job.worker, attempts: job.attempts };
+        if (a.state === 'failed' && job.periodicTaskId !== null) this.ctx.metrics?.periodicSlots('failed');
         if (a.error.kind === 'timebox') {
           result.timedOut++;
           log.info({ ...fields, deadline: job.deadline }, 'job failed: past its deadline and grace without a report');

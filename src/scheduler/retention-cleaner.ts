@@ -1,5 +1,6 @@
 import { jobDeleteOld, jobSearchUpkeep } from '../repositories/jobs.js';
 import { deliveryDeleteOld } from '../repositories/webhooks.js';
+import { slotRecordDeleteOld } from '../repositories/task-runs.js';
 import type { ServiceContext } from '../services/context.js';
 import { Loop, LoopService } from './loop.js';
 
@@ -77,6 +78,15 @@ export class RetentionCleaner extends LoopService {
       if (i === this.maxBatches - 1) this.behind = true;
     }
     if (deliveries > 0) this.ctx.logger.info({ deleted: deliveries, before }, 'deleted webhook deliveries older than the retention');
+    // the run ledger's records of slots without a job expire with the jobs of their time
+    let records = 0;
+    for (let i = 0; i < this.maxBatches; i++) {
+      const n = await slotRecordDeleteOld(this.ctx.db, before, this.batchSize);
+      records += n;
+      if (n < this.batchSize) break;
+      if (i === this.maxBatches - 1) this.behind = true;
+    }
+    if (records > 0) this.ctx.logger.info({ deleted: records, before }, 'deleted run ledger records older than the retention');
     const parts = await jobSearchUpkeep(this.ctx.db, this.searchPartitionWidth);
     if (parts.created > 0 || parts.dropped > 0)
       this.ctx.logger.info(parts, 'job_search partitions created ahead of the job ids, or dropped behind them');

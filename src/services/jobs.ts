@@ -1,25 +1,11 @@
 /**
- * One-shot jobs: producers (create), reading and managing (get, list, patch, cancel, retry, bulk,
- * history, explain) and the worker protocol (lease, heartbeat, report). One class of ~500 lines on
- * purpose: these share the group committers of inserts and reports, the lease combiner and the
- * long-poll waiters, whose state must be one per instance; what is not shared lives beside it
- * (batch-committer.ts, lease-combiner.ts, job-waiters.ts, and the pure rules in src/domain).
+ * One-shot jobs for producers (create, one or many) and for those who read and manage them (get,
+ * list, patch, cancel, retry, bulk actions, history, explain). The worker protocol is
+ * worker-protocol.ts; concurrent creations meet in the instance's JobPipelines (job-pipelines.ts).
  */
-import { retryOnDeadlock } from '../db/database.js';
 import { type Executor, withTransaction } from '../db/executor.js';
-import { CHANNELS } from '../db/notifications.js';
 import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
-import {
-  backoffJitter,
-  DEFAULT_LEASE_MS,
-  DEFAULT_MAX_ATTEMPTS,
-  type Job,
-  type JobState,
-  type LeasedJob,
-  type NewJob,
-  type RandomSource,
-  shouldCancel,
-} from '../domain/job.js';
+import { DEFAULT_MAX_ATTEMPTS, type Job, type NewJob } from '../domain/job.js';
 import {
   type ChangeResult,
   isJobId,
@@ -29,75 +15,22 @@ import {
   type JobFilter,
   jobFindRetryableWithKeys,
   jobRetryMatching,
-  jobEarliestFutureRunAt,
   jobFindOpenByUniqueKeys,
   jobGet,
-  jobHeartbeat,
   type JobInsertRow,
-  jobInsert,
   jobInsertMany,
-  claimAgain,
-  jobLease,
-  jobReleaseLeases,
-  type LeaseResult,
-  type LeaseSlot,
   jobPatch,
   type JobPatch,
-  jobReport,
   type JobSearchFilter,
   jobRetry,
   jobSearch,
-  type ReportInput,
-  type ReportResult,
-  type ReportVerdict,
 } from '../repositories/jobs.js';
 import { type Explanation, explainJob } from '../domain/explain.js';
 import { type JobEvent, jobHistory } from '../domain/job-history.js';
 import { flowFactsOf, jobsAhead } from '../repositories/flow.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { JobWaiters } from './job-waiters.js';
-import { filterKey, LeaseCombiner, type LeaseFilter } from './lease-combiner.js';
-import { BatchCommitter } from './batch-committer.js';
-
-export interface LeaseRequest {
-  worker: string;
-  types?: readonly string[] | undefined;
-  groups?: readonly string[] | undefined;
-  /** Long-poll: milliseconds to wait for a job (0: answer at once). */
-  waitMs?: number | undefined;
-  leaseMs?: number | undefined;
-  limit?: number | undefined;
-}
-
-/** The next jobs a worker asks for with its reports (POST /jobs/reports `next`). */
-export type NextLeaseRequest = Omit<LeaseRequest, 'waitMs'>;
-
-export interface HeartbeatRequest {
-  leaseToken: string;
-  leaseMs?: number | undefined;
-  progress?: unknown;
-  state?: unknown;
-}
-
-export interface HeartbeatAnswer {
-  leaseExpiresAt: Date | null;
-  deadline: Date | null;
-  cancel: boolean;
-}
-
-/** A worker's report as it arrives; the service draws the backoff's jitter for it. */
-export type ReportRequest = Omit<ReportInput, 'jitter'>;
-
-export type { ReportVerdict };
-
-export interface ReportAnswer {
-  id: string;
-  verdict: ReportVerdict;
-  job?: Job;
-  /** Why a report was refused (not-found, lease-lost), in words the worker's operator can act on. */
-  detail?: string;
-}
+import type { JobPipelines } from './job-pipelines.js';
 
 export interface JobListRequest extends Omit<JobSearchFilter, 'beforeId'> {
   cursor?: string | undefined;
@@ -107,77 +40,21 @@ const UNIQUE_RETRIES = 5;
 /** Jobs per statement of a bulk action. */
 const BULK_BATCH = 500;
 
-function leaseLost(id: string, outcome: string, state: JobState | null, tokenMatches: boolean): DomainError {
-  return new DomainError('lease_lost', leaseLostDetail(id, outcome, state, tokenMatches));
-}
-
-export function leaseLostDetail(id: string, outcome: string, state: JobState | null, tokenMatches: boolean): string {
-  if (!tokenMatches) {
-    return `The lease token is not the current lease of job ${id} (the job is ${state ?? 'gone'} now): the lease was lost, to the lease reaper or to another worker.`;
-  }
-  if (state === 'running') {
-    return `Job ${id} is past its deadline and the grace after it; the ${outcome} report came too late.`;
-  }
-  return `Job ${id} was already reported with this token and is ${state} now; a ${outcome} report does not match.`;
-}
-
-/** How many claims a report with `next` makes at most to fill its slots (the answer never waits). */
-const NEXT_CLAIM_ROUNDS = 3;
-
-/** One-shot jobs and the worker protocol (lease, heartbeat, report). */
+/** Creating, reading and managing one-shot jobs. */
 export class JobService {
-  /** Where backoff jitter comes from; tests may replace it. */
-  random: RandomSource = Math.random;
-  readonly waiters: JobWaiters;
-  /** Finished/failed reports of concurrent single requests, committed together. */
-  readonly completer: BatchCommitter<ReportInput, ReportResult>;
-  /** Jobs created by concurrent single requests, inserted together. */
-  readonly inserter: BatchCommitter<JobInsertRow, Job | null>;
-  /** Lease requests of concurrent workers, claimed together. */
-  readonly leaser: LeaseCombiner;
-  private stopped = false;
+  constructor(
+    readonly ctx: ServiceContext,
+    private readonly pipelines: Pick<JobPipelines, 'inserter'>,
+  ) {}
 
-  constructor(readonly ctx: ServiceContext) {
-    // Asks of 100 jobs or more are claimed on their own (see CombinerOptions.soloLimit).
-    this.leaser = new LeaseCombiner((filter, slots) => this.claim(filter, slots), {
-      maxSlots: 500,
-      maxInFlight: 2,
-      maxRounds: 20,
-      soloLimit: 100,
-    });
-    this.waiters = new JobWaiters({
-      clock: ctx.clock,
-      logger: ctx.logger,
-      earliest: (now) => jobEarliestFutureRunAt(ctx.db, now),
-    });
-    ctx.notifications.subscribe(CHANNELS.jobs, (payload) => this.waiters.notify(payload));
-    this.completer = new BatchCommitter<ReportInput, ReportResult>(
-      (inputs) => this.writeReports(inputs),
-      { maxBatch: 1000, maxInFlight: 2 },
-      ctx.logger,
-    );
-    this.inserter = new BatchCommitter<JobInsertRow, Job | null>(
-      (rows) => {
-        const now = this.ctx.clock.now();
-        return rows.length === 1 ? jobInsert(this.db, rows[0]!, now).then((j) => [j]) : jobInsertMany(this.db, rows, now);
-      },
-      { maxBatch: 1000, maxInFlight: 2 },
-      ctx.logger,
-    );
+  /** Jobs created by concurrent single requests, inserted together (the instance's one inserter). */
+  get inserter() {
+    return this.pipelines.inserter;
   }
 
   private get db() {
     return this.ctx.db;
   }
-
-  /** On shutdown: stop leasing and answer every waiting long-poll with 204 at once. */
-  shutdown(): void {
-    this.stopped = true;
-    this.waiters.shutdown();
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // Producers
 
   private insertRow(j: NewJob, now: Date): JobInsertRow {
     return {
@@ -258,9 +135,6 @@ export class JobService {
     return out as Job[];
   }
 
-  // -------------------------------------------------------------------------------------------
-  // Reading and managing
-
   async get(id: string): Promise<Job> {
     const job = await jobGet(this.db, id);
     if (!job) throw new NotFoundError(`There is no job ${id}.`);
@@ -275,8 +149,15 @@ export class JobService {
   async cancelMatching(filter: JobFilter, limit: number, actor: string | null): Promise<number> {
     let affected = 0;
     while (affected < limit) {
-      const n = await jobCancelMatching(this.db, filter, Math.min(BULK_BATCH, limit - affected), this.ctx.clock.now(), actor);
+      const { cancelled: n, ofTasks } = await jobCancelMatching(
+        this.db,
+        filter,
+        Math.min(BULK_BATCH, limit - affected),
+        this.ctx.clock.now(),
+        actor,
+      );
       affected += n;
+      this.ctx.metrics?.periodicSlots('cancelled', ofTasks);
       if (n === 0) break;
     }
     this.ctx.logger.info({ filter, affected, actor }, 'jobs cancelled in bulk');
@@ -353,6 +234,7 @@ export class JobService {
   async cancel(id: string, actor: string | null = null): Promise<Job> {
     const r = await jobCancel(this.db, id, this.ctx.clock.now(), actor);
     const job = this.jobOrThrow(id, r, 'cancelling', 'queued or running');
+    if (job.periodicTaskId !== null) this.ctx.metrics?.periodicSlots('cancelled');
     this.ctx.logger.info({ jobId: id, taskId: job.periodicTaskId ?? undefined, worker: job.worker ?? undefined }, 'job cancelled');
     return job;
   }
@@ -362,216 +244,5 @@ export class JobService {
     const job = this.jobOrThrow(id, r, 'retrying', 'failed, dropped or cancelled');
     this.ctx.logger.info({ jobId: id, taskId: job.periodicTaskId ?? undefined }, 'job queued again by retry');
     return job;
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // Workers
-
-  /**
-   * Leases up to `limit` jobs; with `waitMs`, waits (long-poll) until some become runnable. An
-   * empty answer means 204. After shutdown() nothing is leased.
-   */
-  async next(req: LeaseRequest, signal?: AbortSignal): Promise<LeasedJob[]> {
-    if (this.stopped) return [];
-    const filter = { types: req.types, groups: req.groups };
-    const ask = { worker: req.worker, limit: req.limit ?? 1, leaseMs: req.leaseMs ?? DEFAULT_LEASE_MS };
-    const attempt = () => (this.stopped ? Promise.resolve([]) : this.leaser.lease(filter, ask));
-    const seen = this.waiters.sequence();
-    let jobs = await attempt();
-    if (jobs.length === 0 && req.waitMs && !this.stopped) {
-      jobs = await this.waiters.wait({ key: filterKey(filter), limit: ask.limit, waitMs: req.waitMs, attempt, seenSequence: seen, signal });
-    }
-    if (signal?.aborted && jobs.length > 0) {
-      // the worker went away while its claim was running: nobody will work on these
-      const released = await jobReleaseLeases(this.db, jobs, this.ctx.clock.now());
-      this.ctx.logger.info(
-        { jobIds: jobs.map((j) => j.id), released, worker: req.worker },
-        'gave back jobs leased for a worker that disconnected',
-      );
-      return [];
-    }
-    if (jobs.length > 0) this.ctx.metrics?.jobsLeased(jobs);
-    return jobs;
-  }
-
-  /** One claim statement (for the LeaseCombiner), retried on a deadlock, logged. */
-  private async claim(filter: LeaseFilter, slots: LeaseSlot[]): Promise<LeaseResult> {
-    // two claims (or a claim and the scheduler) may lock the same task rows in another order
-    const r = await retryOnDeadlock(() =>
-      jobLease(this.db, { now: this.ctx.clock.now(), types: filter.types, groups: filter.groups, slots }),
-    );
-    this.logLease(r);
-    return r;
-  }
-
-  private logLease(r: LeaseResult): void {
-    const log = this.ctx.logger;
-    for (const d of r.dropped) {
-      log.info({ jobId: d.id, taskId: d.taskId, error: d.error }, 'job dropped at lease: it would begin too early');
-    }
-    if (log.isLevelEnabled('debug')) {
-      for (const j of r.leased) {
-        log.debug(
-          { jobId: j.id, taskId: j.periodicTaskId ?? undefined, worker: j.worker, attempt: j.attempts, leaseExpiresAt: j.leaseExpiresAt },
-          'job leased',
-        );
-      }
-    }
-  }
-
-  /**
-   * Gives a lease back: the job is queued again at once, the attempt not counted (a worker that
-   * stops before it began the work, or gives up its jobs when it shuts down). Repeating it is a 409:
-   * the token is no longer the job's lease.
-   */
-  async release(id: string, leaseToken: string): Promise<Job> {
-    const released = await jobReleaseLeases(this.db, [{ id, leaseToken }], this.ctx.clock.now());
-    const job = await this.get(id);
-    if (released === 0) {
-      throw new DomainError(
-        'lease_lost',
-        `The lease token is not the current lease of job ${id} (the job is ${job.state} now): there is no lease of it to give back.`,
-      );
-    }
-    this.ctx.logger.info({ jobId: id, type: job.type }, 'lease given back');
-    return job;
-  }
-
-  async heartbeat(id: string, req: HeartbeatRequest): Promise<HeartbeatAnswer> {
-    const now = this.ctx.clock.now();
-    const r = await jobHeartbeat(this.db, {
-      id,
-      leaseToken: req.leaseToken,
-      now,
-      leaseMs: req.leaseMs,
-      progress: req.progress,
-      state: req.state,
-    });
-    if (r.outcome === 'not_found') throw new NotFoundError(`There is no job ${id}.`);
-    if (r.outcome === 'lease_lost') throw leaseLost(id, 'heartbeat', r.state, r.tokenMatches);
-    const cancel = shouldCancel({ state: r.state, deadline: r.deadline }, now);
-    this.ctx.logger.debug({ jobId: id, taskId: r.periodicTaskId ?? undefined, cancel, savedState: req.state !== undefined }, 'heartbeat');
-    return { leaseExpiresAt: r.leaseExpiresAt, deadline: r.deadline, cancel };
-  }
-
-  private toInput(r: ReportRequest): ReportInput {
-    return {
-      id: r.id,
-      leaseToken: r.leaseToken,
-      outcome: r.outcome,
-      result: r.result,
-      error: r.error,
-      retryInMs: r.retryInMs,
-      state: r.state,
-      jitter: backoffJitter(this.random),
-    };
-  }
-
-  private async writeReports(inputs: ReportInput[], withJobs = true): Promise<ReportResult[]> {
-    const results = await jobReport(this.db, inputs, this.ctx.clock.now(), { jobs: withJobs });
-    this.reported(inputs, results);
-    return results;
-  }
-
-  /** Logs and counts reports once they are committed. */
-  private reported(inputs: readonly ReportInput[], results: readonly ReportResult[]): void {
-    this.logReports(inputs, results);
-    const metrics = this.ctx.metrics;
-    if (metrics) {
-      for (const r of results) {
-        if (r.verdict !== 'applied' || r.type === null) continue;
-        const state = r.currentState;
-        if (state === 'finished' || state === 'failed') metrics.jobCompleted(r.type, state);
-        else if (state === 'queued') metrics.jobCompleted(r.type, 'requeued');
-      }
-    }
-  }
-
-  private logReports(inputs: readonly ReportInput[], results: readonly ReportResult[]): void {
-    const log = this.ctx.logger;
-    const debug = log.isLevelEnabled('debug');
-    results.forEach((res, i) => {
-      const state = res.currentState;
-      if (res.verdict === 'not-found' || res.verdict === 'lease-lost') {
-        log.info({ jobId: res.id, outcome: inputs[i]!.outcome, verdict: res.verdict, state }, 'report refused');
-      } else if (state === 'failed') {
-        log.info({ jobId: res.id, taskId: res.taskId ?? undefined, attempts: res.attempts ?? undefined }, 'job failed');
-      } else if (debug) {
-        const msg = state === 'queued' ? 'job failed; queued again' : `job reported ${inputs[i]!.outcome}`;
-        log.debug({ jobId: res.id, taskId: res.taskId ?? undefined, state, runAt: res.job?.runAt }, msg);
-      }
-    });
-  }
-
-  /** One finished/failed report (through the completer: concurrent reports share a statement). */
-  async report(req: ReportRequest): Promise<Job> {
-    const res = await this.completer.submit(this.toInput(req));
-    if (res.verdict === 'not-found') throw new NotFoundError(`There is no job ${req.id}.`);
-    if (res.verdict === 'lease-lost') throw leaseLost(req.id, req.outcome, res.currentState, res.tokenMatches);
-    return res.job!;
-  }
-
-  /**
-   * Many reports in one request: one statement; each answered as its single report would be, with
-   * the job after the report only when `withJobs` (fetching and sending 100 full jobs costs more
-   * than applying the reports).
-   */
-  async reportMany(reqs: readonly ReportRequest[], opts: { withJobs?: boolean } = {}): Promise<ReportAnswer[]> {
-    const inputs = reqs.map((r) => this.toInput(r));
-    return this.answers(reqs, await this.writeReports(inputs, opts.withJobs ?? false));
-  }
-
-  /**
-   * Many reports, and the worker's next jobs leased in the same transaction: the flow-control slots
-   * the reported jobs held pass straight to the jobs leased after them (no other lease can take
-   * them in between, and none is free in between), so a binding limit stays at its limit while a
-   * worker keeps reporting and leasing. Without a free permit or a runnable job, `leased` is empty:
-   * the worker's long-poll waits for the rest. Never waits itself.
-   */
-  async reportManyAndLease(
-    reqs: readonly ReportRequest[],
-    next: NextLeaseRequest,
-    opts: { withJobs?: boolean } = {},
-  ): Promise<{ answers: ReportAnswer[]; leased: LeasedJob[] }> {
-    const inputs = reqs.map((r) => this.toInput(r));
-    const filter = { types: next.types, groups: next.groups };
-    const slot = { worker: next.worker, leaseMs: next.leaseMs ?? DEFAULT_LEASE_MS };
-    const limit = next.limit ?? 1;
-    // the reports and the claims lock job, task and permit rows another transaction may lock in
-    // another order: on a deadlock the whole transaction runs again (nothing of it was applied)
-    const { results, claims } = await retryOnDeadlock(() =>
-      this.db.protocolTransaction(async (tx) => {
-        const results = await jobReport(tx, inputs, this.ctx.clock.now(), { jobs: opts.withJobs ?? false });
-        // a claim may leave slots empty (the same rule as the LeaseCombiner's): a few more claims
-        // in the same transaction fill them
-        const claims: LeaseResult[] = [];
-        for (let round = 0, got = 0; round < NEXT_CLAIM_ROUNDS && got < limit && !this.stopped; round++) {
-          const r = await jobLease(tx, { now: this.ctx.clock.now(), ...filter, slots: Array.from({ length: limit - got }, () => slot) });
-          claims.push(r);
-          got += r.leased.length;
-          if (!claimAgain(r)) break;
-        }
-        return { results, claims };
-      }),
-    );
-    // logged and counted once committed
-    this.reported(inputs, results);
-    for (const r of claims) this.logLease(r);
-    const leased = claims.flatMap((r) => r.leased);
-    if (leased.length > 0) this.ctx.metrics?.jobsLeased(leased);
-    return { answers: this.answers(reqs, results), leased };
-  }
-
-  private answers(reqs: readonly ReportRequest[], results: readonly ReportResult[]): ReportAnswer[] {
-    return results.map((res, i) => {
-      if (res.verdict === 'applied' || res.verdict === 'repeat') {
-        return res.job ? { id: res.id, verdict: res.verdict, job: res.job } : { id: res.id, verdict: res.verdict };
-      }
-      const detail =
-        res.verdict === 'not-found'
-          ? `There is no job ${res.id}.`
-          : leaseLostDetail(res.id, reqs[i]!.outcome, res.currentState, res.tokenMatches);
-      return { id: res.id, verdict: res.verdict, detail };
-    });
   }
 }

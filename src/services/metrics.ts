@@ -11,7 +11,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Clock } from '../clock.js';
 import type { Executor } from '../db/executor.js';
 import type { LeasedJob } from '../domain/job.js';
-import { jobOpenCountsByType, type OpenCounts } from '../repositories/stats.js';
+import { jobOpenCountsByType, type OpenCounts, taskHealthCounts } from '../repositories/stats.js';
 
 export interface MetricsOptions {
   /** How long the open-job gauges are reused between scrapes. Default 5 s. */
@@ -32,6 +32,7 @@ export class Metrics {
   private readonly http: Histogram<'route' | 'method' | 'status'>;
   private readonly gaugeTtlMs: number;
   private gauges: { at: number; counts: Promise<OpenCounts[]> } | null = null;
+  private health: { at: number; counts: Promise<Record<string, number>> } | null = null;
 
   constructor(
     private readonly db: Executor,
@@ -106,7 +107,30 @@ export class Metrics {
         }
       },
     });
+    new Gauge({
+      name: 'jobclock_periodic_tasks',
+      help: 'Periodic tasks by health status (ok, failing, overdue, disabled).',
+      labelNames: ['health'],
+      registers,
+      collect: async function (this: Gauge<'health'>) {
+        const counts = await metrics.healthCounts();
+        for (const [health, n] of Object.entries(counts)) this.set({ health }, n);
+      },
+    });
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'jobclock_' });
+  }
+
+  /** Tasks per health status, reused for gaugeTtlMs like the open-job counts. */
+  private healthCounts(): Promise<Record<string, number>> {
+    const now = this.clock.now().getTime();
+    if (this.health === null || now - this.health.at >= this.gaugeTtlMs) {
+      const counts = taskHealthCounts(this.db, new Date(now));
+      this.health = { at: now, counts };
+      counts.catch(() => {
+        if (this.health?.counts === counts) this.health = null;
+      });
+    }
+    return this.health.counts;
   }
 
   /** The open-job counts per type, shared by the gauges of one scrape and reused for gaugeTtlMs. */

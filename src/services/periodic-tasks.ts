@@ -303,6 +303,7 @@ export class PeriodicTaskService {
     });
     for (const c of cancelled)
       this.ctx.logger.info({ taskId: id, jobId: c, by: job.id }, 'cancelled open job of periodic task (policy replace)');
+    this.ctx.metrics?.periodicSlots('cancelled', cancelled.length);
     this.ctx.logger.info({ taskId: id, jobId: job.id }, 'periodic task triggered');
     return job;
   }
@@ -347,15 +348,16 @@ export class PeriodicTaskService {
       const free = slots.filter((s) => !taken.has(s.getTime()));
       const openJobId = task.concurrencyPolicy === 'forbid' ? await jobOpenOfTask(trx, id) : null;
       const plan = planBackfill({ timing, concurrencyPolicy: task.concurrencyPolicy, openJobId }, free);
-      if (plan.replaceOpen && plan.submissions.length > 0) await jobCancelOpenOfTasks(trx, [id], now);
+      const replaced = plan.replaceOpen && plan.submissions.length > 0 ? (await jobCancelOpenOfTasks(trx, [id], now)).length : 0;
       const jobs = await jobSubmitSlots(trx, id, plan.submissions, now);
-      return { jobs, existing, skipped: plan.skipped };
+      return { jobs, existing, skipped: plan.skipped, replaced };
     });
+    this.ctx.metrics?.periodicSlots('cancelled', result.replaced);
     this.ctx.logger.info(
       { taskId: id, from, to, submitted: result.jobs.length, existing: result.existing.length, skipped: result.skipped.length },
       'periodic task backfilled',
     );
-    return result;
+    return { jobs: result.jobs, existing: result.existing, skipped: result.skipped };
   }
 }
 

@@ -1,8 +1,24 @@
 import { InvalidInputError, NotFoundError } from '../domain/errors.js';
-import { scheduleContext, ScheduleCache, taskTiming } from '../domain/periodic-task.js';
-import { type LedgerCursor, ledgerPage, ledgerReadLimit, ledgerUpTo, type LedgerRecord, type RunEntry } from '../domain/run-ledger.js';
+import { type PeriodicTask, scheduleContext, ScheduleCache, taskTiming } from '../domain/periodic-task.js';
+import {
+  type LedgerCursor,
+  type LedgerJob,
+  ledgerPage,
+  ledgerReadLimit,
+  type LedgerRecord,
+  type LedgerSources,
+  ledgerUpTo,
+  type RunEntry,
+} from '../domain/run-ledger.js';
 import { taskFromRow, taskGet } from '../repositories/periodic-tasks.js';
-import { taskSlotJobs, taskSlotRecords } from '../repositories/task-runs.js';
+import {
+  type SlotJobRow,
+  type SlotRecordRow,
+  taskRecentSlotJobs,
+  taskRecentSlotRecords,
+  taskSlotJobs,
+  taskSlotRecords,
+} from '../repositories/task-runs.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
@@ -38,62 +54,82 @@ export class TaskRunsService {
       taskSlotJobs(this.ctx.db, id, from, upTo, n),
       taskSlotRecords(this.ctx.db, id, from, upTo, n),
     ]);
-    let current = null;
+    const page = ledgerPage(this.sources(task, jobs, records), { from, upTo, now, cursor, limit: q.limit });
+    return {
+      items: page.items,
+      nextCursor: page.next === null ? null : encodeCursor('r', `${page.next.slot.getTime()}:${page.next.rank}`),
+    };
+  }
+
+  /**
+   * The newest `limit` entries of the ledger of each task (the console's strips): two statements
+   * for all of them, each one index range per task.
+   */
+  async recent(tasks: readonly PeriodicTask[], limit: number): Promise<Map<string, RunEntry[]>> {
+    const now = this.ctx.clock.now();
+    const ids = tasks.map((t) => t.id);
+    const n = ledgerReadLimit(limit);
+    const [jobs, records] = await Promise.all([
+      taskRecentSlotJobs(this.ctx.db, ids, now, n),
+      taskRecentSlotRecords(this.ctx.db, ids, now, n),
+    ]);
+    const out = new Map<string, RunEntry[]>();
+    for (const task of tasks) {
+      const src = this.sources(
+        task,
+        jobs.filter((j) => j.task_id === task.id),
+        records.filter((r) => r.task_id === task.id),
+      );
+      out.set(task.id, ledgerPage(src, { from: new Date(0), upTo: now, now, cursor: null, limit }).items);
+    }
+    return out;
+  }
+
+  private sources(task: PeriodicTask, jobs: readonly SlotJobRow[], records: readonly SlotRecordRow[]): LedgerSources {
+    let current: LedgerSources['current'] = null;
     try {
       const timing = taskTiming(task, this.schedules);
       current = { schedule: timing.schedule, ctx: scheduleContext(timing), nextRun: task.enabled ? task.nextRun : null };
     } catch {
       // a stored schedule this build cannot read has no slots to add
     }
-    const page = ledgerPage(
-      {
-        jobs: jobs.map((j) => ({
-          id: j.id,
-          slot: j.slot,
-          state: j.state,
-          attempts: j.attempts,
-          startedAt: j.started_at,
-          finishedAt: j.finished_at,
-          error: j.error,
-        })),
-        records: records.map((r): LedgerRecord => {
-          let schedule: LedgerRecord['schedule'] = null;
-          if (r.slots > 1 && r.timer !== null && r.timezone !== null && r.anchor !== null) {
-            try {
-              const s = this.schedules.get(r.timer, r.timezone);
-              schedule = { schedule: s, ctx: scheduleContext({ createdAt: r.anchor, firstRunAt: r.first_run_at }) };
-            } catch {
-              // unreadable now: the record shows its first slot only
-            }
-          }
-          return {
-            slot: r.slot,
-            lastSlot: r.last_slot,
-            slots: r.slots,
-            outcome: r.outcome,
-            jobId: r.job_id,
-            schedule,
-            job:
-              r.job === null
-                ? null
-                : {
-                    state: r.job.state,
-                    attempts: r.job.attempts,
-                    startedAt: r.job.started_at,
-                    finishedAt: r.job.finished_at,
-                    error: r.job.error,
-                  },
-          };
-        }),
-        current,
-      },
-      { from, upTo, now, cursor, limit: q.limit },
-    );
-    return {
-      items: page.items,
-      nextCursor: page.next === null ? null : encodeCursor('r', `${page.next.slot.getTime()}:${page.next.rank}`),
-    };
+    return { jobs: jobs.map(jobOf), records: records.map((r) => recordOf(r, this.schedules)), current };
   }
+}
+
+/** A row of taskSlotRecords as the ledger reads it, its schedule parsed. */
+function recordOf(r: SlotRecordRow, schedules: ScheduleCache): LedgerRecord {
+  let schedule: LedgerRecord['schedule'] = null;
+  if (r.slots > 1 && r.timer !== null && r.timezone !== null && r.anchor !== null) {
+    try {
+      const s = schedules.get(r.timer, r.timezone);
+      schedule = { schedule: s, ctx: scheduleContext({ createdAt: r.anchor, firstRunAt: r.first_run_at }) };
+    } catch {
+      // unreadable now: the record shows its first slot only
+    }
+  }
+  const j = r.job;
+  return {
+    slot: r.slot,
+    lastSlot: r.last_slot,
+    slots: r.slots,
+    outcome: r.outcome,
+    jobId: r.job_id,
+    schedule,
+    job: j === null ? null : { state: j.state, attempts: j.attempts, startedAt: j.started_at, finishedAt: j.finished_at, error: j.error },
+  };
+}
+
+function jobOf(j: SlotJobRow): LedgerJob {
+  return {
+    id: j.id,
+    slot: j.slot,
+    state: j.state,
+    attempts: j.attempts,
+    startedAt: j.started_at,
+    finishedAt: j.finished_at,
+    error: j.error,
+  };
 }
 
 function parseCursor(text: string): LedgerCursor {

@@ -138,3 +138,5 @@ export class WebhookService {
     return { items: page, nextCursor: rows.length > q.limit && last ? encodeCursor('d', last.id) : null };
   }
 }
+
+export type { DeliveryRecord };

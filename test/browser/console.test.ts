@@ -1,10 +1,10 @@
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../support/db.js';
 import type { TestStack } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
 import { QUEUED_WALK, RECENT_WINDOW } from '../../src/repositories/job/search.js';
-import { CHROMIUM, launch, open, screenshot } from './support.js';
+import { CHROMIUM_TOOL, launch, open, screenshot, settled } from './support.js';
 
 let tdb: TestDatabase;
 let stack: TestStack;
@@ -34,8 +34,9 @@ async function failedJob(type: string, message: string): Promise<string> {
   return job.id as string;
 }
 
-describe.skipIf(!CHROMIUM)('the console', () => {
+describe.skipIf(CHROMIUM_TOOL.skip)('the console', () => {
   beforeAll(async () => {
+    if (!CHROMIUM_TOOL.found) return; // under CI=true each test fails in beforeEach instead
     base = await stack.app.listen({ host: '127.0.0.1', port: 0 });
     await call('POST', '/jobs', { type: 'mail.send', group: 'customer:1', args: { customer: 1, to: 'ann@example.com' } });
     await call('POST', '/jobs', { type: 'mail.send', group: 'customer:2', args: { customer: 2, to: 'bob@example.com' } });
@@ -51,6 +52,7 @@ describe.skipIf(!CHROMIUM)('the console', () => {
     browser = await launch();
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   });
+  beforeEach(() => CHROMIUM_TOOL.assert());
   afterAll(async () => {
     await browser?.close();
   });
@@ -123,6 +125,7 @@ describe.skipIf(!CHROMIUM)('the console', () => {
     await page.click('button[data-action="bulk-retry"]');
     await page.waitForFunction(`document.querySelector('#notice')?.textContent?.includes('queued again')`);
     expect(await page.locator('#notice').innerText()).toContain('2 job(s) queued again');
+    await settled(page); // the notice shows before the page renders again
     expect(await page.locator('#no-jobs').count()).toBe(1);
     expect((await call('GET', '/jobs?type=ui.bulk&state=queued')).items).toHaveLength(3);
 

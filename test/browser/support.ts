@@ -1,12 +1,13 @@
 /**
  * Browser tests drive Debian's chromium (or CHROMIUM_PATH) with playwright-core. When no chromium
- * can be found the files skip with a message saying so.
+ * can be found the files skip with a message saying so (under CI=true they fail instead).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
+import { requireTool } from '../support/tools.js';
 
 function findChromium(): string | null {
   const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
@@ -20,9 +21,12 @@ function findChromium(): string | null {
 }
 
 export const CHROMIUM = findChromium();
-if (!CHROMIUM) {
-  console.warn('test/browser: no chromium found (apt-get install -y chromium, or set CHROMIUM_PATH); the browser tests are skipped');
-}
+/** `describe.skipIf(CHROMIUM_TOOL.skip)`: skips without chromium, but not under CI=true. */
+export const CHROMIUM_TOOL = requireTool(
+  'chromium',
+  CHROMIUM !== null,
+  'test/browser found none (apt-get install -y chromium, or set CHROMIUM_PATH)',
+);
 
 export const SCREENSHOTS = join(import.meta.dirname, 'screenshots');
 

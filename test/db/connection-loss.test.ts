@@ -222,7 +222,7 @@ describe('a connection cut between two statements of a transaction', () => {
         for (const t of ['flow_policy', 'flow_slot', 'flow_token']) await tdb.db.pool.query(`delete from ${t}`);
         await stack.services.flow.patch('type', 'cut.next', { concurrency: 2 }, 'admin');
         for (let i = 0; i < 4; i++) await stack.services.jobs.create({ type: 'cut.next' });
-        const leased = await stack.services.jobs.next({ worker: 'w', types: ['cut.next'], limit: 2 });
+        const leased = await stack.services.workers.next({ worker: 'w', types: ['cut.next'], limit: 2 });
         reports = leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' }));
       },
       () => send({ reports, next: { worker: 'w', types: ['cut.next'], limit: 2 } }),

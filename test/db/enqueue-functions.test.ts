@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { jobsApi, type JobsApi, sleep } from '../http/jobs-support.js';
+import { SQLSTATE } from '../../src/db/pg-errors.js';
 
 let tdb: TestDatabase;
 let api: JobsApi;
@@ -191,7 +192,7 @@ describe('jobclock_add_job', () => {
     ],
   ])('refuses %s with SQLSTATE 22023 and a message naming the field', async (text, message, column) => {
     const err = await sqlError(text);
-    expect(err.code).toBe('22023');
+    expect(err.code).toBe(SQLSTATE.invalidParameterValue);
     expect(err.message).toContain(message);
     expect(err.column).toBe(column);
     expect(await jobCount()).toBe(0);
@@ -201,9 +202,9 @@ describe('jobclock_add_job', () => {
     await client.query('BEGIN');
     await client.query(`SELECT jobclock_add_job('first')`);
     const err = await sqlError(`SELECT jobclock_add_job('second', NULL, '{"priority": "high"}')`);
-    expect(err.code).toBe('22023');
+    expect(err.code).toBe(SQLSTATE.invalidParameterValue);
     const after = await sqlError(`SELECT 1`);
-    expect(after.code).toBe('25P02'); // in_failed_sql_transaction
+    expect(after.code).toBe(SQLSTATE.inFailedSqlTransaction);
     await client.query('ROLLBACK');
     expect(await jobCount()).toBe(0);
   });
@@ -259,7 +260,7 @@ describe('traceparent', () => {
     ['5', 'got 5'],
   ])('refuses traceparent %s with SQLSTATE 22023, naming the field', async (value, message) => {
     const err = await sqlError(`SELECT jobclock_add_job('t', NULL, '{"traceparent": ${value}}')`);
-    expect(err.code).toBe('22023');
+    expect(err.code).toBe(SQLSTATE.invalidParameterValue);
     expect(err.column).toBe('traceparent');
     expect(err.message).toContain(message);
     expect(await jobCount()).toBe(0);
@@ -327,7 +328,7 @@ describe('jobclock_add_jobs', () => {
   it('refuses the whole array when one entry is bad, naming its index, and writes none of it', async () => {
     const bodies = [{ type: 'ok' }, { type: 'ok' }, { type: 'bad', maxAttempts: -1 }];
     const err = await sqlError(`SELECT * FROM jobclock_add_jobs($1)`, [JSON.stringify(bodies)]);
-    expect(err.code).toBe('22023');
+    expect(err.code).toBe(SQLSTATE.invalidParameterValue);
     expect(err.message).toBe('jobclock_add_jobs: jobs[2].maxAttempts must be a whole number from 1 to 2147483647, got -1');
     expect(err.column).toBe('maxAttempts');
     expect(await jobCount()).toBe(0);
@@ -345,7 +346,7 @@ describe('jobclock_add_jobs', () => {
     [`'[{"type": "x", "uniqueKey": "k"}, {"type": "y", "timebox": "soon"}]'`, 'jobs[1].timebox "soon" is not a duration'],
   ])('refuses %s with SQLSTATE 22023', async (arg, message) => {
     const err = await sqlError(`SELECT * FROM jobclock_add_jobs(${arg})`);
-    expect(err.code).toBe('22023');
+    expect(err.code).toBe(SQLSTATE.invalidParameterValue);
     expect(err.message).toContain(message);
     expect(await jobCount()).toBe(0);
   });
@@ -383,7 +384,7 @@ describe('jobclock_add_jobs', () => {
 });
 
 describe('inside the caller transaction', () => {
-  const waiters = () => api.stack.services.jobs.waiters.size;
+  const waiters = () => api.stack.services.workers.waiters.size;
   async function waiting(n: number) {
     for (let i = 0; i < 400 && waiters() < n; i++) await sleep(5);
     expect(waiters()).toBe(n);
@@ -471,7 +472,7 @@ describe('a role with EXECUTE on the functions only', () => {
         () => null,
         (e: pg.DatabaseError) => e,
       );
-      expect(err?.code, text).toBe('42501'); // insufficient_privilege
+      expect(err?.code, text).toBe(SQLSTATE.insufficientPrivilege);
     }
   });
 
@@ -482,7 +483,7 @@ describe('a role with EXECUTE on the functions only', () => {
         () => null,
         (e: pg.DatabaseError) => e,
       );
-      expect(err?.code).toBe('42501');
+      expect(err?.code).toBe(SQLSTATE.insufficientPrivilege);
     } finally {
       await tdb.db.pool.query(`GRANT EXECUTE ON FUNCTION jobclock_add_jobs(jsonb) TO ${role}`);
     }

@@ -104,6 +104,11 @@ function bash(args: string[], input: string, cwd: string): Promise<{ code: numbe
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
+    // bash may exit before it has read all of its script (set -e, or -n on a short block): the
+    // exit code and stderr say what happened, the broken pipe adds nothing
+    child.stdin.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') reject(err);
+    });
     child.stdin.end(input);
   });
 }

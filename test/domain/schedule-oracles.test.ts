@@ -8,8 +8,9 @@
 import { spawnSync } from 'node:child_process';
 import { Cron } from 'croner';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { occurrences, parseSchedule } from '../../src/domain/schedule/index.js';
+import { requireTool } from '../support/tools.js';
 
 const FROM_MIN = Date.UTC(2000, 0, 1);
 const FROM_MAX = Date.UTC(2090, 0, 1);
@@ -164,10 +165,11 @@ describe('cron agrees with croner', () => {
 // calendar ↔ systemd-analyze
 
 const SYSTEMD = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' });
-const haveSystemd = SYSTEMD.status === 0;
-if (!haveSystemd) {
-  console.warn('systemd-analyze is not installed here: skipping the calendar comparison with systemd');
-}
+const systemdTool = requireTool(
+  'systemd-analyze',
+  SYSTEMD.status === 0,
+  'the calendar comparison with systemd needs it (apt-get install systemd)',
+);
 
 /**
  * `systemd-analyze calendar --iterations=N` from `from`, as ISO strings (UTC); null when systemd
@@ -271,7 +273,8 @@ const calendarArb = fc
     return [c.weekday, date, time, c.zone].filter((x) => x !== undefined).join(' ');
   });
 
-describe.skipIf(!haveSystemd)('calendar events agree with systemd-analyze calendar', () => {
+describe.skipIf(systemdTool.skip)('calendar events agree with systemd-analyze calendar', () => {
+  beforeEach(() => systemdTool.assert());
   it('on generated events with weekdays, years, lists, ranges, repetitions, ~ and a time zone', () => {
     fc.assert(
       fc.property(calendarArb.filter(fires), fromArb, (expr, from) => {

@@ -27,6 +27,7 @@ const MATRIX: [Method, string, Role[]][] = [
   ['post', '/periodic-tasks', ['admin']],
   ['get', '/periodic-tasks', ['admin', 'reader']],
   ['get', '/periodic-tasks/t1', ['admin', 'reader']],
+  ['get', '/periodic-tasks/t1/runs', ['admin', 'reader']],
   ['patch', '/periodic-tasks/t1', ['admin']],
   ['delete', '/periodic-tasks/t1', ['admin']],
   ['delete', '/periodic-tasks?owner=x', ['admin']],

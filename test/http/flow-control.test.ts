@@ -98,7 +98,7 @@ describe('pause', () => {
     const waiting = api()
       .post('/jobs/next', { worker: 'w', types: ['video.encode'], wait: '10s' })
       .then((r) => r); // sent now, not when awaited
-    await until(() => stack.services.jobs.waiters.size === 1, 'the long-poll waiting');
+    await until(() => stack.services.workers.waiters.size === 1, 'the long-poll waiting');
     const t0 = Date.now();
     await api().patch('/types/video.encode', { paused: false });
     const res = await waiting;

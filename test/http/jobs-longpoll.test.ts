@@ -31,8 +31,8 @@ const timed = async <T>(p: Promise<T>): Promise<[T, number]> => {
 
 /** Resolves once `n` requests wait in the instance's hub. */
 async function waiting(api: JobsApi, n: number) {
-  for (let i = 0; i < 400 && api.stack.services.jobs.waiters.size < n; i++) await sleep(5);
-  expect(api.stack.services.jobs.waiters.size).toBe(n);
+  for (let i = 0; i < 400 && api.stack.services.workers.waiters.size < n; i++) await sleep(5);
+  expect(api.stack.services.workers.waiters.size).toBe(n);
 }
 
 describe('runnability at millisecond precision', () => {
@@ -96,7 +96,7 @@ describe('long-poll', () => {
       await client.query('BEGIN');
       await client.query(`INSERT INTO job (type, run_at) VALUES ('sql', now())`);
       await sleep(100);
-      expect(a.stack.services.jobs.waiters.size).toBe(1); // not before the commit
+      expect(a.stack.services.workers.waiters.size).toBe(1); // not before the commit
       await client.query('COMMIT');
     } finally {
       client.release();
@@ -153,7 +153,7 @@ describe('long-poll', () => {
     const res = await sms;
     expect(res.status).toBe(200);
     expect(res.body.jobs[0].type).toBe('sms');
-    expect(a.stack.services.jobs.waiters.size).toBe(1);
+    expect(a.stack.services.workers.waiters.size).toBe(1);
     await b.create({ type: 'mail' });
     expect((await mail).status).toBe(200);
   });
@@ -161,7 +161,7 @@ describe('long-poll', () => {
   it('does not let a crowd of waiters each query for the one job that arrived', async () => {
     const polls = Array.from({ length: 20 }, (_, i) => a.post('/jobs/next', { worker: `w${i}`, wait: '2s' }));
     await waiting(a, 20);
-    const leaser = a.stack.services.jobs.leaser.stats;
+    const leaser = a.stack.services.workers.leaser.stats;
     const before = leaser.statements;
     await b.create({ type: 'one' });
     await sleep(300);
@@ -201,13 +201,13 @@ describe('long-poll', () => {
       const count = () => void checkouts++;
       const pools = [a, b].flatMap((api) => [api.stack.ctx.db.pool, api.stack.ctx.db.protocol]);
       for (const p of pools) p.on('acquire', count);
-      const leaser = { ...a.stack.services.jobs.leaser.stats };
-      const hub = { ...a.stack.services.jobs.waiters.stats };
+      const leaser = { ...a.stack.services.workers.leaser.stats };
+      const hub = { ...a.stack.services.workers.waiters.stats };
       await sleep(1_500);
       for (const p of pools) p.removeListener('acquire', count);
       expect(checkouts).toBe(0);
-      expect(a.stack.services.jobs.leaser.stats.statements).toBe(leaser.statements);
-      expect(a.stack.services.jobs.waiters.stats.earliestQueries).toBe(hub.earliestQueries);
+      expect(a.stack.services.workers.leaser.stats.statements).toBe(leaser.statements);
+      expect(a.stack.services.workers.waiters.stats.earliestQueries).toBe(hub.earliestQueries);
     } finally {
       await Promise.allSettled(polls); // never leave requests behind, whatever failed above
     }
@@ -219,8 +219,8 @@ describe('long-poll', () => {
     req.end(() => undefined);
     await waiting(a, 1);
     req.abort();
-    for (let i = 0; i < 100 && a.stack.services.jobs.waiters.size > 0; i++) await sleep(5);
-    expect(a.stack.services.jobs.waiters.size).toBe(0);
+    for (let i = 0; i < 100 && a.stack.services.workers.waiters.size > 0; i++) await sleep(5);
+    expect(a.stack.services.workers.waiters.size).toBe(0);
     const job = await b.create({ type: 'orphan' });
     await sleep(200);
     expect((await a.get(`/jobs/${job.id}`)).body.state).toBe('queued');
@@ -234,7 +234,7 @@ describe('shutdown', () => {
       const polls = Array.from({ length: 5 }, (_, i) => c.post('/jobs/next', { worker: `w${i}`, wait: '30s' }));
       await waiting(c, 5);
       const t0 = performance.now();
-      c.stack.services.jobs.shutdown();
+      c.stack.services.workers.shutdown();
       const answers = await Promise.all(polls);
       expect(performance.now() - t0).toBeLessThan(2_000); // at once, against a wait of 30 s
       expect(answers.map((r) => r.status)).toEqual([204, 204, 204, 204, 204]);

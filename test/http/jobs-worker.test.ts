@@ -18,7 +18,7 @@ const clock = new ManualClock(T0);
 
 useJobsApi({ clock }, (f) => {
   ({ tdb, api } = f);
-  api.stack.services.jobs.random = () => 0.5; // backoff without jitter: exactly 2^attempts s
+  api.stack.services.workers.random = () => 0.5; // backoff without jitter: exactly 2^attempts s
   reaper = new LeaseReaper(api.stack.ctx);
 });
 beforeEach(async () => {
@@ -431,7 +431,7 @@ describe('POST /jobs/reports', () => {
   it('commits the reports of concurrent single requests together', async () => {
     await api.post('/jobs/batch', { jobs: Array.from({ length: 40 }, () => ({ type: 't' })) });
     const jobs = await api.lease({ worker: 'w1', limit: 40 });
-    const completer = api.stack.services.jobs.completer;
+    const completer = api.stack.services.workers.completer;
     const before = { ...completer.stats };
     let sent: Promise<{ status: number; body: any }>[] = [];
     await holdingJobTable(tdb.db, async () => {
@@ -467,7 +467,7 @@ describe('many workers at once', () => {
 
   it('shares one claim among lease requests that arrive together', async () => {
     await api.post('/jobs/batch', { jobs: Array.from({ length: 30 }, () => ({ type: 's' })) });
-    const leaser = api.stack.services.jobs.leaser;
+    const leaser = api.stack.services.workers.leaser;
     const before = { ...leaser.stats };
     let sent: Promise<Record<string, any>[]>[] = [];
     await holdingJobTable(tdb.db, async () => {
@@ -487,7 +487,7 @@ describe('a worker that goes away while its claim runs', () => {
   it('gets nothing, and the jobs claimed for it are queued again with the attempt not counted', async () => {
     const job = await api.create({ type: 'gone' });
     const aborted = AbortSignal.abort();
-    expect(await api.stack.services.jobs.next({ worker: 'gone-worker', types: ['gone'] }, aborted)).toEqual([]);
+    expect(await api.stack.services.workers.next({ worker: 'gone-worker', types: ['gone'] }, aborted)).toEqual([]);
     const after = (await api.get(`/jobs/${job.id}`)).body;
     expect(after).toMatchObject({ state: 'queued', attempts: 0, worker: null, startedAt: null, leaseExpiresAt: null });
     expect(await api.lease({ worker: 'next', types: ['gone'] })).toHaveLength(1);
@@ -496,7 +496,7 @@ describe('a worker that goes away while its claim runs', () => {
   it('clears the lastRun its lease set, so the job is not dropped when it is leased again', async () => {
     await insertTask(tdb.db, { id: 'gone-task', lastRun: null });
     const id = await insertTaskJob(tdb.db, { taskId: 'gone-task', runAt: clock.now() });
-    expect(await api.stack.services.jobs.next({ worker: 'w', types: ['task.gone-task'] }, AbortSignal.abort())).toEqual([]);
+    expect(await api.stack.services.workers.next({ worker: 'w', types: ['task.gone-task'] }, AbortSignal.abort())).toEqual([]);
     const { rows } = await tdb.db.pool.query('SELECT last_run FROM periodic_task WHERE id = $1', ['gone-task']);
     expect(rows[0].last_run).toBeNull();
     const again = await api.lease({ worker: 'w2', types: ['task.gone-task'] });

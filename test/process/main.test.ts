@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { ensureDatabase } from '../../src/db/database.js';
 import { freePort, startEmbedded } from '../../src/db/embedded.js';
+import { requireTool } from '../support/tools.js';
 
 /**
  * The real process, as `npm start` runs it: compiled code, its own embedded PostgreSQL in a data
@@ -190,11 +191,12 @@ describe('the jobclock process', () => {
   }, 90_000);
 
   const haproxy = ['/usr/sbin/haproxy', '/usr/bin/haproxy', '/usr/local/sbin/haproxy'].find((p) => existsSync(p));
-  if (!haproxy) console.warn('haproxy is not installed: skipping the load-balancer test (apt-get install haproxy)');
+  const haproxyTool = requireTool('haproxy', haproxy !== undefined, 'the load-balancer test needs it (apt-get install haproxy)');
 
-  it.skipIf(!haproxy)(
+  it.skipIf(haproxyTool.skip)(
     'serves workers through HAProxy in front of 3 instances, and loses no job when one is SIGKILLed',
     async () => {
+      haproxyTool.assert();
       const dataDir = path.join(dataRoot, 'lb');
       const server = await startEmbedded({ dataDir, settings: { fsync: 'off', synchronous_commit: 'off' } });
       const url = await ensureDatabase(server.url, 'lb');

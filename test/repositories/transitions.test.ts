@@ -37,8 +37,9 @@ afterAll(async () => {
 describe('job state transitions', () => {
   it('are exactly the moves JOB_TRANSITIONS lists', async () => {
     const jobs = stack.services.jobs;
+    const workers = stack.services.workers;
     const lease = async (type: string, leaseMs = 30_000): Promise<LeasedJob> => {
-      const [job] = await jobs.next({ worker: 'w', types: [type], leaseMs });
+      const [job] = await workers.next({ worker: 'w', types: [type], leaseMs });
       expect(job, `a ${type} job to lease`).toBeDefined();
       return job!;
     };
@@ -46,13 +47,13 @@ describe('job state transitions', () => {
     // queued → running → finished
     await jobs.create({ type: 'ok' });
     const ok = await lease('ok');
-    await jobs.report({ id: ok.id, leaseToken: ok.leaseToken, outcome: 'finished' });
+    await workers.report({ id: ok.id, leaseToken: ok.leaseToken, outcome: 'finished' });
     // running → queued (failure with attempts left) → running → failed (none left) → queued (retry)
     const flaky = (await jobs.create({ type: 'flaky', maxAttempts: 2 })).job;
     let f = await lease('flaky');
-    await jobs.report({ id: f.id, leaseToken: f.leaseToken, outcome: 'failed', error: 'boom', retryInMs: 0 });
+    await workers.report({ id: f.id, leaseToken: f.leaseToken, outcome: 'failed', error: 'boom', retryInMs: 0 });
     f = await lease('flaky');
-    await jobs.report({ id: f.id, leaseToken: f.leaseToken, outcome: 'failed', error: 'boom again' });
+    await workers.report({ id: f.id, leaseToken: f.leaseToken, outcome: 'failed', error: 'boom again' });
     await jobs.retry(flaky.id);
     // lease expiry: requeued with attempts left, failed without
     const reaper = new LeaseReaper(stack.ctx);
@@ -93,10 +94,10 @@ describe('job state transitions', () => {
     await scheduler.tick(clock.now());
     clock.set('2026-11-21T00:01:58.000Z'); // the 00:01 run begins late …
     const late = await lease('drop');
-    await jobs.report({ id: late.id, leaseToken: late.leaseToken, outcome: 'finished' });
+    await workers.report({ id: late.id, leaseToken: late.leaseToken, outcome: 'finished' });
     clock.set('2026-11-21T00:02:00.000Z');
     await scheduler.tick(clock.now());
-    expect(await jobs.next({ worker: 'w', types: ['drop'] })).toEqual([]); // … so the 00:02 run is dropped
+    expect(await workers.next({ worker: 'w', types: ['drop'] })).toEqual([]); // … so the 00:02 run is dropped
     const dropped = await tdb.db.pool.query<{ id: string }>(`select id::text from job where type = 'drop' and state = 'dropped'`);
     await jobs.retry(dropped.rows[0]!.id);
 

@@ -69,7 +69,7 @@ export async function createTestStack(options: TestAppOptions): Promise<TestStac
     services,
     ctx,
     async close() {
-      services.jobs.shutdown();
+      services.workers.shutdown();
       await app.close();
       await notifications.stop();
     },

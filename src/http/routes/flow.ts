@@ -12,7 +12,7 @@ import {
   TypeSchema,
   typeDto,
 } from '../schemas/flow.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 const tags = ['flow-control'];
 const policyDescription =
@@ -30,6 +30,7 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags,
+          operationId: 'listJobTypes',
           summary: 'Every job type that has open jobs or a policy',
           querystring: FlowListQuery,
           response: { 200: TypeListSchema, ...standardErrors },
@@ -46,6 +47,7 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags,
+          operationId: 'getJobType',
           summary: 'A job type: its policy and its open jobs',
           params: TypeParams,
           response: { 200: TypeSchema, ...standardErrors },
@@ -59,6 +61,7 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags,
+          operationId: 'updateJobType',
           summary: "Change a job type's policy",
           description: policyDescription,
           params: TypeParams,
@@ -74,6 +77,7 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags,
+          operationId: 'listJobGroups',
           summary: 'Every job group that has open jobs or a policy',
           querystring: FlowListQuery,
           response: { 200: GroupListSchema, ...standardErrors },
@@ -90,6 +94,7 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags,
+          operationId: 'getJobGroup',
           summary: 'A job group: its policy and its open jobs',
           params: GroupParams,
           response: { 200: GroupSchema, ...standardErrors },
@@ -103,6 +108,7 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags,
+          operationId: 'updateJobGroup',
           summary: "Change a job group's policy",
           description: policyDescription,
           params: GroupParams,

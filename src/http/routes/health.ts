@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { pingDatabase } from '../../db/database.js';
 import { isSchemaCurrent } from '../../db/migrate.js';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../deps.js';
 import { PROBLEM_CONTENT_TYPE, problem } from '../problem.js';
 import { ProblemSchema } from '../schemas/common.js';
 
@@ -24,7 +24,14 @@ export function healthRoutes(deps: AppDeps): FastifyPluginAsyncZod {
   return async (app) => {
     app.get(
       '/healthz',
-      { schema: { tags: ['health'], summary: 'Liveness', response: { 200: z.object({ status: z.literal('ok') }) } } },
+      {
+        schema: {
+          tags: ['health'],
+          operationId: 'checkLiveness',
+          summary: 'Liveness',
+          response: { 200: z.object({ status: z.literal('ok') }) },
+        },
+      },
       async () => ({ status: 'ok' as const }),
     );
     app.get(
@@ -32,6 +39,7 @@ export function healthRoutes(deps: AppDeps): FastifyPluginAsyncZod {
       {
         schema: {
           tags: ['health'],
+          operationId: 'checkReadiness',
           summary: 'Readiness: the database answers and its schema is current',
           response: { 200: z.object({ status: z.literal('ready') }), 503: ProblemSchema },
         },

@@ -1,14 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { AppDeps } from '../../app.js';
-import type { Clock } from '../../clock.js';
+import type { RouteDeps } from '../deps.js';
 import { flowRoutes } from './flow.js';
 import { jobRoutes } from './jobs.js';
 import { operationsRoutes } from './operations.js';
 import { periodicTaskRoutes } from './periodic-tasks.js';
 import { scheduleRoutes } from './schedules.js';
 import { webhookRoutes } from './webhooks.js';
-
-export type RouteDeps = AppDeps & { clock: Clock };
+import { workerRoutes } from './workers.js';
 
 /** Every authenticated API route. Each route declares its `access` (see http/auth.ts). */
 export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
@@ -16,6 +14,7 @@ export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
     await app.register(scheduleRoutes(deps));
     await app.register(periodicTaskRoutes(deps));
     await app.register(jobRoutes(deps));
+    await app.register(workerRoutes(deps));
     await app.register(operationsRoutes(deps));
     await app.register(flowRoutes(deps));
     await app.register(webhookRoutes(deps));

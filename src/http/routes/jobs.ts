@@ -22,27 +22,10 @@ import {
   prefersMinimal,
   TRACEPARENT_PATTERN,
 } from '../schemas/jobs.js';
-import {
-  FailedBody,
-  FinishedBody,
-  HeartbeatBody,
-  heartbeatDto,
-  HeartbeatResponse,
-  LeaseBody,
-  leasedJobDto,
-  LeaseResponse,
-  ReleaseBody,
-  ReportsBody,
-  ReportsResponse,
-} from '../schemas/workers.js';
-import type { ReportVerdict } from '../../services/jobs.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 const notFound = { 404: ProblemSchema } as const;
 const conflict = { 409: ProblemSchema } as const;
-
-/** A batched report's result carries the status its single report would have had. */
-const REPORT_STATUS: Record<ReportVerdict, 200 | 404 | 409> = { applied: 200, repeat: 200, 'not-found': 404, 'lease-lost': 409 };
 
 /**
  * A job keeps the trace it was created in: its own traceparent field, else the request's W3C
@@ -54,7 +37,7 @@ function withTraceparent<J extends { traceparent?: string | null | undefined }>(
   return TRACEPARENT_PATTERN.test(value) && !value.startsWith('ff') ? { ...job, traceparent: value } : job;
 }
 
-/** Jobs (producers, readers, managers) and the worker protocol. Thin: parse, call one service method, answer. */
+/** Jobs for producers, readers and managers (the worker protocol is workers.ts). Thin: parse, call one service method, answer. */
 export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
   const jobs = deps.services.jobs;
   return async (app) => {
@@ -64,6 +47,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:create' },
         schema: {
           tags: ['jobs'],
+          operationId: 'createJob',
           summary: 'Create a job',
           description: 'With the uniqueKey of a queued or running job, nothing is created and that job is returned with 200.',
           body: CreateJobBody,
@@ -82,6 +66,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:create' },
         schema: {
           tags: ['jobs'],
+          operationId: 'createJobBatch',
           summary: 'Create up to 1000 jobs at once, all or nothing',
           headers: PreferHeaders,
           body: CreateJobBatchBody,
@@ -107,6 +92,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags: ['jobs'],
+          operationId: 'listJobs',
           summary: 'List jobs, newest first',
           querystring: JobListQuery,
           response: { 200: JobListSchema, ...standardErrors },
@@ -122,7 +108,13 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
       '/jobs/:id',
       {
         config: { access: 'jobs:read' },
-        schema: { tags: ['jobs'], summary: 'Get a job', params: JobIdParams, response: { 200: JobSchema, ...standardErrors, ...notFound } },
+        schema: {
+          tags: ['jobs'],
+          operationId: 'getJob',
+          summary: 'Get a job',
+          params: JobIdParams,
+          response: { 200: JobSchema, ...standardErrors, ...notFound },
+        },
       },
       async (request) => jobDto(await jobs.get(request.params.id)),
     );
@@ -133,6 +125,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'updateJob',
           summary: 'Change the priority or runAt of a queued job',
           params: JobIdParams,
           body: PatchJobBody,
@@ -148,6 +141,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'cancelJob',
           summary: 'Cancel a queued or running job',
           description: "A running job's worker learns it from its next heartbeat (cancel: true).",
           params: JobIdParams,
@@ -163,6 +157,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'retryJob',
           summary: 'Queue a failed, dropped or cancelled job again',
           description: 'Runnable at once, with attempts reset to 0 (maxAttempts more tries).',
           params: JobIdParams,
@@ -178,6 +173,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags: ['jobs'],
+          operationId: 'explainJob',
           summary: 'Why a job is not running',
           description:
             'Codes: scheduled, retry-backoff, type-paused, group-paused, type-at-concurrency, group-at-concurrency, ' +
@@ -198,6 +194,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags: ['jobs'],
+          operationId: 'listJobEvents',
           summary: "A job's history, oldest first",
           description:
             'Created, each lease (worker, attempt), each outcome (finished, failed with its error, requeued after a failure ' +
@@ -216,6 +213,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'cancelJobs',
           summary: 'Cancel the queued and running jobs a filter selects',
           description: `At most limit (default and maximum ${MAX_BULK}), in bounded batches.`,
           body: BulkActionBody,
@@ -233,6 +231,7 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:manage' },
         schema: {
           tags: ['jobs'],
+          operationId: 'retryJobs',
           summary: 'Queue again the failed, dropped and cancelled jobs a filter selects',
           description: `At most limit (default and maximum ${MAX_BULK}), in bounded batches. A job whose uniqueKey another open job holds is left as it is.`,
           body: BulkActionBody,
@@ -242,173 +241,6 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
       async (request) => ({
         affected: await jobs.retryMatching(request.body.filter, request.body.limit ?? MAX_BULK, request.role),
       }),
-    );
-
-    // ---- workers
-
-    app.post(
-      '/jobs/next',
-      {
-        config: { access: 'jobs:work' },
-        schema: {
-          tags: ['workers'],
-          summary: 'Lease runnable jobs (long-poll with wait)',
-          description:
-            'Order: priority (higher first), runAt, creation. 204 when nothing is runnable within `wait`. ' +
-            "Each job carries its leaseToken; for a job of a periodic task, taskState is the state its task's last run saved.",
-          body: LeaseBody,
-          response: { 200: LeaseResponse, 204: z.null().meta({ description: 'Nothing runnable within wait' }), ...standardErrors },
-        },
-      },
-      async (request, reply) => {
-        const body = request.body;
-        const abort = new AbortController();
-        const onClose = () => {
-          if (!reply.raw.writableFinished) abort.abort();
-        };
-        reply.raw.once('close', onClose);
-        try {
-          const leased = await jobs.next(
-            { worker: body.worker, types: body.types, groups: body.groups, waitMs: body.wait, leaseMs: body.lease, limit: body.limit },
-            abort.signal,
-          );
-          if (leased.length === 0) return reply.status(204).send(null);
-          return reply.status(200).send({ jobs: leased.map(leasedJobDto) });
-        } finally {
-          reply.raw.removeListener('close', onClose);
-        }
-      },
-    );
-
-    app.post(
-      '/jobs/:id/heartbeat',
-      {
-        config: { access: 'jobs:work' },
-        schema: {
-          tags: ['workers'],
-          summary: 'Extend the lease, report progress, save task state',
-          params: JobIdParams,
-          body: HeartbeatBody,
-          response: { 200: HeartbeatResponse, ...standardErrors, ...notFound, ...conflict },
-        },
-      },
-      async (request) => {
-        const b = request.body;
-        return heartbeatDto(
-          await jobs.heartbeat(request.params.id, { leaseToken: b.leaseToken, leaseMs: b.lease, progress: b.progress, state: b.state }),
-        );
-      },
-    );
-
-    app.post(
-      '/jobs/:id/release',
-      {
-        config: { access: 'jobs:work' },
-        schema: {
-          tags: ['workers'],
-          summary: 'Give a lease back',
-          description:
-            'The job is queued again at once and the attempt is not counted: for a worker that stops before it could do the work. ' +
-            'A token that is not the current lease (repeated, stale, or the job was reported) is 409.',
-          params: JobIdParams,
-          body: ReleaseBody,
-          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
-        },
-      },
-      async (request) => jobDto(await jobs.release(request.params.id, request.body.leaseToken)),
-    );
-
-    app.post(
-      '/jobs/:id/finished',
-      {
-        config: { access: 'jobs:work' },
-        schema: {
-          tags: ['workers'],
-          summary: 'Report a job finished',
-          description: 'Repeating it with the same token is harmless (200); a stale or wrong token is 409.',
-          params: JobIdParams,
-          body: FinishedBody,
-          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
-        },
-      },
-      async (request) => {
-        const b = request.body;
-        return jobDto(
-          await jobs.report({ id: request.params.id, leaseToken: b.leaseToken, outcome: 'finished', result: b.result, state: b.state }),
-        );
-      },
-    );
-
-    app.post(
-      '/jobs/:id/failed',
-      {
-        config: { access: 'jobs:work' },
-        schema: {
-          tags: ['workers'],
-          summary: 'Report a job failed',
-          description: 'With attempts left the job is queued again after a backoff (or retryIn); else it is failed.',
-          params: JobIdParams,
-          body: FailedBody,
-          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
-        },
-      },
-      async (request) => {
-        const b = request.body;
-        return jobDto(
-          await jobs.report({
-            id: request.params.id,
-            leaseToken: b.leaseToken,
-            outcome: 'failed',
-            error: b.error,
-            retryInMs: b.retryIn,
-            state: b.state,
-          }),
-        );
-      },
-    );
-
-    app.post(
-      '/jobs/reports',
-      {
-        config: { access: 'jobs:work' },
-        schema: {
-          tags: ['workers'],
-          summary: 'Report many jobs finished or failed in one request',
-          description:
-            'Each result carries the status its single report would have had (200, 404 or 409). ' +
-            'A 200 result carries the job after the report only when the request asks for it with `returnJobs: true`. ' +
-            "With `next`, the worker's next jobs are leased in the same transaction and come back as `jobs`: the concurrency " +
-            'slots the reported jobs held pass straight to them.',
-          body: ReportsBody,
-          response: { 200: ReportsResponse, ...standardErrors },
-        },
-      },
-      async (request) => {
-        const b = request.body;
-        const reports = b.reports.map((r) => ({
-          id: r.id,
-          leaseToken: r.leaseToken,
-          outcome: r.outcome,
-          result: r.result,
-          error: r.error,
-          retryInMs: r.retryIn,
-          state: r.state,
-        }));
-        const opts = { withJobs: b.returnJobs === true };
-        const n = b.next;
-        const { answers, leased } = n
-          ? await jobs.reportManyAndLease(
-              reports,
-              { worker: n.worker, types: n.types, groups: n.groups, leaseMs: n.lease, limit: n.limit },
-              opts,
-            )
-          : { answers: await jobs.reportMany(reports, opts), leased: null };
-        const results = answers.map((a) => {
-          const status = REPORT_STATUS[a.verdict];
-          return a.job ? { id: a.id, status, job: jobDto(a.job) } : { id: a.id, status, detail: a.detail };
-        });
-        return leased ? { results, jobs: leased.map(leasedJobDto) } : { results };
-      },
     );
   };
 }

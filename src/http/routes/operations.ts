@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { name, standardErrors, TimestampOut } from '../schemas/common.js';
-import type { RouteDeps } from './index.js';
+import { name, ProblemSchema, standardErrors, TimestampOut } from '../schemas/common.js';
+import type { RouteDeps } from '../deps.js';
 
 const ThroughputQuery = z.strictObject({
   minutes: z.coerce
@@ -34,13 +34,19 @@ export function operationsRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'metrics:read' },
         schema: {
           tags: ['operations'],
+          operationId: 'getMetrics',
           summary: 'Prometheus metrics (text exposition format)',
           description:
             'jobclock_jobs{type,state}, jobclock_oldest_queued_seconds{type}, jobclock_jobs_leased_total{type}, ' +
             'jobclock_jobs_completed_total{type,outcome}, jobclock_lease_wait_seconds, jobclock_periodic_lateness_seconds, ' +
             'jobclock_http_request_duration_seconds{route,method,status} and the process metrics (jobclock_process_*, jobclock_nodejs_*). ' +
             'The open-job gauges come from one query over open jobs, reused for 5 s.',
-          produces: ['text/plain'],
+          response: {
+            200: { description: 'The metrics in the Prometheus text exposition format', content: { 'text/plain': { schema: z.string() } } },
+            401: ProblemSchema,
+            403: ProblemSchema,
+            503: ProblemSchema,
+          },
         },
       },
       async (_request, reply) => {
@@ -55,6 +61,7 @@ export function operationsRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'jobs:read' },
         schema: {
           tags: ['operations'],
+          operationId: 'getThroughput',
           summary: 'Jobs finished and failed per minute',
           querystring: ThroughputQuery,
           response: { 200: ThroughputResponse, ...standardErrors },

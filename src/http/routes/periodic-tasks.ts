@@ -18,7 +18,7 @@ import {
 } from '../schemas/periodic-tasks.js';
 import { JobSchema, jobDto } from '../schemas/jobs.js';
 import { MAX_BACKFILL } from '../../domain/run-plan.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 const BackfillBody = z
   .strictObject({
@@ -49,6 +49,7 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'tasks:write' },
         schema: {
           tags,
+          operationId: 'createPeriodicTask',
           summary: 'Create a periodic task',
           description: 'A bad schedule is a 400 naming the offending part; an id that exists is a 409.',
           querystring: NoQuerySchema,
@@ -68,15 +69,25 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'tasks:read' },
         schema: {
           tags,
+          operationId: 'listPeriodicTasks',
           summary: 'List periodic tasks',
-          description: 'In id order, filtered by owner, task, enabled and health; page with limit and cursor.',
+          description:
+            'In id order, filtered by owner, task, enabled and health; page with limit and cursor. With `runs=n` each task also carries ' +
+            'the newest n entries of its run ledger (`recentRuns`), read for the whole page at once.',
           querystring: TaskListQuerySchema,
           response: { 200: TaskPageSchema, ...standardErrors },
         },
       },
       async (request) => {
         const page = await tasks.list(request.query);
-        return { items: page.items.map(taskToJson), nextCursor: page.nextCursor };
+        const n = request.query.runs;
+        const recent = n === undefined ? null : await deps.services.runs.recent(page.items, n);
+        return {
+          items: page.items.map((t) =>
+            recent === null ? taskToJson(t) : { ...taskToJson(t), recentRuns: (recent.get(t.id) ?? []).map(runToJson) },
+          ),
+          nextCursor: page.nextCursor,
+        };
       },
     );
 
@@ -86,6 +97,7 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'tasks:write' },
         schema: {
           tags,
+          operationId: 'deletePeriodicTasksOfOwner',
           summary: 'Delete every periodic task of an owner',
           description: 'What a creator does when the thing it owns is deleted. `owner` is required. Jobs already submitted stay.',
           querystring: TaskDeleteByOwnerQuerySchema,
@@ -101,6 +113,7 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'tasks:read' },
         schema: {
           tags,
+          operationId: 'getPeriodicTask',
           summary: 'Get a periodic task',
           params: TaskIdParamsSchema,
           querystring: NoQuerySchema,
@@ -116,6 +129,7 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'tasks:read' },
         schema: {
           tags,
+          operationId: 'listPeriodicTaskRuns',
           summary: 'The run ledger: every slot of the task and what became of it',
           description:
             'Every slot of the schedule since the task was created (or since firstRunAt) up to now appears exactly once, newest first, ' +
@@ -138,6 +152,7 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'tasks:write' },
         schema: {
           tags,
+          operationId: 'updatePeriodicTask',
           summary: 'Change a periodic task',
           description:
             'Any writable field. A change of schedule, timezone or firstRunAt recomputes nextRun from now; so does ' +
@@ -157,6 +172,7 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'tasks:write' },
         schema: {
           tags,
+          operationId: 'deletePeriodicTask',
           summary: 'Delete a periodic task',
           description: 'Jobs already submitted stay (their periodicTaskId becomes null).',
           params: TaskIdParamsSchema,
@@ -176,6 +192,7 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'tasks:write' },
         schema: {
           tags,
+          operationId: 'triggerPeriodicTask',
           summary: 'Submit a job of the task now',
           description:
             'The concurrency policy applies: 409 when forbid finds a queued or running job; replace cancels it. ' +
@@ -197,6 +214,7 @@ export function periodicTaskRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'tasks:write' },
         schema: {
           tags,
+          operationId: 'backfillPeriodicTask',
           summary: 'Submit a job for every slot of the schedule in [from, to)',
           description:
             `At most ${MAX_BACKFILL} slots per call, each with its scheduledAt; a slot that already has a job gets no second one. ` +

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { previewSchedule } from '../../services/schedules.js';
 import { standardErrors } from '../schemas/common.js';
 import { PreviewBody, PreviewResponse } from '../schemas/schedules.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 export function scheduleRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
   return async (app) => {
@@ -12,6 +12,7 @@ export function scheduleRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         config: { access: 'schedules:preview' },
         schema: {
           tags: ['schedules'],
+          operationId: 'previewSchedule',
           summary: 'The next times of a schedule',
           description:
             'Validates a schedule exactly as creating a periodic task does (a bad one is a 400 naming the offending part) and lists its next times.',

@@ -13,7 +13,7 @@ import {
   WebhookSchema,
   webhookDto,
 } from '../schemas/webhooks.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from '../deps.js';
 
 const tags = ['webhooks'];
 const deliveryDescription =

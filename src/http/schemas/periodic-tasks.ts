@@ -114,6 +114,7 @@ export const TASK_READ_ONLY_FIELDS = [
   'effectiveTolerance',
   'effectiveTimebox',
   'health',
+  'recentRuns',
 ] as const;
 
 const readOnly = (fields: readonly string[]) => Object.fromEntries(fields.map((f) => [f, `"${f}" is read-only`]));
@@ -145,6 +146,22 @@ export const HealthSchema = z
     consecutiveFailures: z.number().int().meta({ description: 'Runs that ended without finishing since the last one that finished' }),
   })
   .meta({ id: 'TaskHealth', description: 'Read-only: what the task’s runs have come to' });
+
+export const RunSchema = z
+  .object({
+    slot: z.string().meta({ description: 'The slot (a triggered job: the moment it was submitted)' }),
+    outcome: z.enum(RUN_OUTCOMES).meta({
+      description:
+        'pending (its job is queued or running, or the slot is due and about to be submitted: detail.due), finished, failed, dropped, cancelled (the outcome of its job), ' +
+        'skipped (not submitted: under forbid an open job of the task existed, detail.blockedBy), missed (not submitted: the service was down or behind and misfirePolicy or catchUpWindow left it out)',
+    }),
+    jobId: z.string().nullable(),
+    attempts: z.number().int().nullable(),
+    startedAt: NullableTimestamp,
+    finishedAt: NullableTimestamp,
+    detail: z.record(z.string(), z.unknown()).meta({ description: 'blockedBy, trigger, due, reason, error' }),
+  })
+  .meta({ id: 'TaskRun' });
 
 export const PeriodicTaskSchema = z
   .object({
@@ -179,11 +196,22 @@ export const PeriodicTaskSchema = z
       description: 'Read-only: the next scheduled time; null while disabled or when the schedule never fires again',
     }),
     lastRun: NullableTimestamp.meta({ description: 'Read-only: when a job of this task last began executing' }),
-    worker: z.string().nullable().meta({ description: 'Read-only: the scheduler instance submitting this task right now' }),
-    marked: NullableTimestamp.meta({ description: 'Read-only: since when `worker` holds it' }),
+    worker: z
+      .string()
+      .nullable()
+      .meta({
+        description:
+          'Read-only; stays null. A scheduler instance marks a task it submits with a row lock that lives only as long as ' +
+          'the submitting transaction, so no instance is recorded here.',
+      }),
+    marked: NullableTimestamp.meta({ description: 'Read-only; stays null, as `worker` does.' }),
     state: z.unknown().meta({ description: 'Read-only: state saved by the last run, handed to the next job as taskState' }),
     createdAt: z.string(),
     updatedAt: z.string(),
+    recentRuns: z
+      .array(RunSchema)
+      .optional()
+      .meta({ description: 'GET /periodic-tasks with `runs=n` only: the newest n entries of the run ledger' }),
   })
   .meta({ id: 'PeriodicTask' });
 
@@ -203,6 +231,13 @@ export const TaskListQuerySchema = z.strictObject({
     .enum(HEALTH_STATUSES, { message: `health must be one of ${HEALTH_STATUSES.join(', ')}` })
     .optional()
     .meta({ description: 'Only tasks whose health.status is this' }),
+  runs: z.coerce
+    .number({ message: 'runs must be a number' })
+    .int('runs must be a whole number')
+    .min(1, 'runs must be at least 1')
+    .max(100, 'runs must be at most 100')
+    .optional()
+    .meta({ description: 'Also the newest `runs` entries of each task’s run ledger, as `recentRuns` (a dashboard’s strips)' }),
   limit: z.coerce
     .number({ message: 'limit must be a number' })
     .int('limit must be a whole number')
@@ -278,22 +313,6 @@ export const RunsQuerySchema = z.strictObject({
     .default(100),
   cursor: z.string().min(1).max(1000).optional(),
 });
-
-export const RunSchema = z
-  .object({
-    slot: z.string().meta({ description: 'The slot (a triggered job: the moment it was submitted)' }),
-    outcome: z.enum(RUN_OUTCOMES).meta({
-      description:
-        'pending (its job is queued or running, or the slot is due and about to be submitted: detail.due), finished, failed, dropped, cancelled (the outcome of its job), ' +
-        'skipped (not submitted: under forbid an open job of the task existed, detail.blockedBy), missed (not submitted: the service was down or behind and misfirePolicy or catchUpWindow left it out)',
-    }),
-    jobId: z.string().nullable(),
-    attempts: z.number().int().nullable(),
-    startedAt: NullableTimestamp,
-    finishedAt: NullableTimestamp,
-    detail: z.record(z.string(), z.unknown()).meta({ description: 'blockedBy, trigger, due, reason, error' }),
-  })
-  .meta({ id: 'TaskRun' });
 
 export const RunPageSchema = z
   .object({

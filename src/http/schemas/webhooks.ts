@@ -1,7 +1,7 @@
 /** Webhooks: validation and the OpenAPI document. */
 import { z } from 'zod';
 import { DELIVERY_STATUSES, WEBHOOK_EVENTS, webhookUrlProblem } from '../../domain/delivery.js';
-import type { DeliveryRecord } from '../../repositories/webhooks.js';
+import type { DeliveryRecord } from '../../services/webhooks.js';
 import type { WebhookView } from '../../services/webhooks.js';
 import { name, TimestampOut } from './common.js';
 

@@ -6,9 +6,16 @@ import { cancelEvents, cancelSet } from './sql.js';
 /**
  * Cancels up to `limit` queued or running jobs the filter selects, in one statement (the caller
  * repeats it in bounded batches: no transaction holds many rows for long). Rows another statement
- * holds are skipped, never waited for. Each gets a history entry with the actor. Returns how many.
+ * holds are skipped, never waited for. Each gets a history entry with the actor. Returns how many,
+ * and how many of them belong to periodic tasks.
  */
-export async function jobCancelMatching(db: Executor, f: JobFilter, limit: number, now: Date, actor: string | null): Promise<number> {
+export async function jobCancelMatching(
+  db: Executor,
+  f: JobFilter,
+  limit: number,
+  now: Date,
+  actor: string | null,
+): Promise<{ cancelled: number; ofTasks: number }> {
   const picked = filtered(db, f)
     .select(['id', 'state', 'attempts', 'worker'])
     .where('state', 'in', ['queued', 'running'])
@@ -16,14 +23,14 @@ export async function jobCancelMatching(db: Executor, f: JobFilter, limit: numbe
     .limit(limit)
     .forUpdate()
     .skipLocked();
-  const { rows } = await sql<{ n: number }>`
+  const { rows } = await sql<{ n: number; of_tasks: number }>`
     WITH old AS MATERIALIZED (${picked}),
     upd AS (
       UPDATE job j SET ${cancelSet(now)}
       FROM old WHERE j.id = old.id
-      RETURNING j.id
+      RETURNING j.id, j.periodic_task_id
     ),
     events AS (${cancelEvents(now, actor, sql`jsonb_build_object('from', old.state, 'bulk', true)`)})
-    SELECT count(*)::int AS n FROM upd`.execute(db.kysely);
-  return rows[0]?.n ?? 0;
+    SELECT count(*)::int AS n, count(periodic_task_id)::int AS of_tasks FROM upd`.execute(db.kysely);
+  return { cancelled: rows[0]?.n ?? 0, ofTasks: rows[0]?.of_tasks ?? 0 };
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RawBuilder } from 'kysely';
-import type { Executor } from '../../db/executor.js';
+import { compileOnly, type PreparedExecutor } from '../../db/executor.js';
 
 /** Stands for a per-call value in a statement compiled once (see `compiledOnce`). */
 class Slot {
@@ -26,7 +26,7 @@ const compiledStatements = new Map<string, { name: string; text: string; params:
  * belongs in `shape`. Named after a hash of the text.
  */
 export async function compiledOnce<R, V extends Record<string, unknown>>(
-  db: Executor,
+  db: PreparedExecutor,
   shape: string,
   values: V,
   build: (v: V) => RawBuilder<R>,
@@ -34,7 +34,7 @@ export async function compiledOnce<R, V extends Record<string, unknown>>(
   let st = compiledStatements.get(shape);
   if (st === undefined) {
     const slots = new Proxy({} as V, { get: (_target, key) => new Slot(String(key)) });
-    const compiled = build(slots).compile(db.kysely);
+    const compiled = build(slots).compile(compileOnly);
     const name = `jc_${createHash('sha1').update(compiled.sql).digest('base64url').slice(0, 24)}`;
     st = { name, text: compiled.sql, params: compiled.parameters };
     compiledStatements.set(shape, st);

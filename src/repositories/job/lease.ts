@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../db/executor.js';
-import type { LeasedJob } from '../../domain/job.js';
+import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
-import { JOB_COLUMNS, jobCols, type JobRow, leasedFromRow } from './row.js';
+import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { iso, ms } from './sql.js';
 
 /** One place in a claim: a job for this worker, leased for this long. */
@@ -25,10 +24,7 @@ export interface DroppedJob {
   error: unknown;
 }
 
-export interface LeasedInSlot extends LeasedJob {
-  /** Index into LeaseParams.slots. */
-  slot: number;
-}
+export type { LeasedInSlot };
 
 export interface LeaseResult {
   /** Candidates a type or group limit refused a permit (another lease took it first): they stay queued. */
@@ -66,7 +62,7 @@ export function claimAgain(r: LeaseResult): boolean {
  * Without jobs of periodic tasks among the candidates, those parts touch no rows. Dropped jobs are
  * returned apart; the caller claims again for the slots they left empty.
  */
-export async function jobLease(db: Executor, p: LeaseParams): Promise<LeaseResult> {
+export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<LeaseResult> {
   if (p.slots.length === 0) return { leased: [], dropped: [] };
   const byType = p.types !== undefined && p.types.length > 0;
   const byGroup = p.groups !== undefined && p.groups.length > 0;

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Executor } from '../../db/executor.js';
+import type { PreparedExecutor } from '../../db/executor.js';
 import { BACKOFF_BASE_MS, BACKOFF_MAX_MS, type Job, type JobState } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
 import { isJobId, JOB_COLUMNS, jobCols, jobFromRow, type JobRow } from './row.js';
@@ -55,7 +55,7 @@ export interface ReportResult {
  * `jobs: false` the results carry no job (cheaper: no full rows are returned).
  */
 export async function jobReport(
-  db: Executor,
+  db: PreparedExecutor,
   reports: readonly ReportInput[],
   now: Date,
   opts: { jobs?: boolean } = {},

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
+import { isUniqueViolation } from '../../db/pg-errors.js';
 import { changeOrExplain, type ChangeResult } from './change.js';
 import { isJobId, type JobRow } from './row.js';
 import { JOBS_CHANNEL, retryEvents, retrySet } from './sql.js';
@@ -29,7 +30,7 @@ export async function jobRetry(
       SELECT u.*, (SELECT count(*) FROM notify) AS notified FROM upd u`.execute(db.kysely);
     return await changeOrExplain(db, id, rows);
   } catch (err) {
-    if ((err as { code?: string }).code === '23505') return { outcome: 'unique_conflict' };
+    if (isUniqueViolation(err)) return { outcome: 'unique_conflict' };
     throw err;
   }
 }

@@ -1,40 +1,12 @@
-import { sql } from 'kysely';
-import type { Job, JobState } from '../../domain/job.js';
-import type { LeasedInSlot } from './lease.js';
+import { type Selectable, sql } from 'kysely';
+import type { JobTable } from '../../db/schema.js';
+import type { Job, LeasedJob } from '../../domain/job.js';
 
-/** A job row as node-postgres returns it (int8 as number, timestamptz as Date, jsonb parsed). */
-export interface JobRow {
-  id: number | string;
-  type: string;
-  group_: string;
-  args: unknown;
-  subject: string | null;
-  submitter: string | null;
-  priority: number;
-  state: JobState;
-  run_at: Date;
-  attempts: number;
-  max_attempts: number;
-  unique_key: string | null;
-  periodic_task_id: string | null;
-  scheduled_at: Date | null;
-  timebox: number | null;
-  run_interval: number | null;
-  run_tolerance: number | null;
-  worker: string | null;
-  lease_token: string | null;
-  lease_expires_at: Date | null;
-  lease_duration: number | null;
-  started_at: Date | null;
-  deadline: Date | null;
-  finished_at: Date | null;
-  progress: unknown;
-  result: unknown;
-  error: unknown;
-  created_at: Date;
-  updated_at: Date;
-  traceparent: string | null;
-}
+/**
+ * A job row as node-postgres returns it: the table's select types (timestamptz as Date, jsonb
+ * parsed), int8 ids as numbers (see database.ts), without the internal `holds_slot`.
+ */
+export type JobRow = Omit<Selectable<JobTable>, 'id' | 'holds_slot'> & { id: number | string };
 
 /** Every column of `job`, in table order (for statements that pick each column from two sources). */
 export const JOB_COLUMNS = [
@@ -113,6 +85,12 @@ export function jobFromRow(r: JobRow): Job {
  * jobFromRow plus the lease's token, the task's state and the slot. The fields are added to the
  * object jobFromRow made rather than spread into a copy: a lease answers up to 1000 jobs.
  */
+/** A leased job and the slot of the lease request it fills. */
+export interface LeasedInSlot extends LeasedJob {
+  /** Index into LeaseParams.slots. */
+  slot: number;
+}
+
 export function leasedFromRow(r: JobRow, taskState: unknown, slot: number): LeasedInSlot {
   const job = jobFromRow(r) as LeasedInSlot;
   job.leaseToken = r.lease_token!;

@@ -1,4 +1,4 @@
-"""Drives clients/python/jobclock_worker.py for test/clients/python-worker.test.ts.
+"""Drives the installed jobclock_worker package (clients/python) for test/clients/python-worker.test.ts.
 
 Usage: driver.py SCENARIO URL TOKEN OUT. Every line of OUT is a JSON event the test reads
 (`ready` once the worker runs, `ran` for each handler execution, ...). The worker's log goes to stderr.
@@ -10,8 +10,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "clients", "python"))
-from jobclock_worker import Result, RetryLater, Worker  # noqa: E402
+from jobclock_worker import FinalFailure, Result, RetryLater, Worker
 
 scenario, url, token, out_path = sys.argv[1:5]
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(threadName)s %(levelname)s %(message)s")
@@ -74,6 +73,11 @@ def busy(job, ctx):
     raise RetryLater("30s", "the upstream is busy")
 
 
+def final(job, ctx):
+    emit("ran", id=job["id"])
+    raise FinalFailure("the arguments can never work")
+
+
 def deep(job, ctx):
     emit("ran", id=job["id"])
     result = {}
@@ -94,7 +98,7 @@ handlers = {
     "cancel": {"py.cancel": cancellable, "py.deadline": cancellable},
     "periodic": {"py.periodic": periodic},
     "stop": {"py.quick": quick, "py.stubborn": stubborn},
-    "retry": {"py.busy": busy, "py.deep": deep, "py.count": count},
+    "retry": {"py.busy": busy, "py.deep": deep, "py.count": count, "py.final": final},
 }[scenario]
 worker_id = f"py-{scenario}-{os.getpid()}"
 lease = {"long": "1s", "cancel": "3s"}.get(scenario, "30s")

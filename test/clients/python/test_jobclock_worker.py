@@ -1,15 +1,24 @@
-"""The pure parts of clients/python/jobclock_worker.py, without a server: durations, backoff, and
+"""The pure parts of the jobclock_worker package (clients/python), without a server: durations, backoff, and
 what a handler's return value or exception turns into (the report the worker queues)."""
 import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "clients", "python"))
-import jobclock_worker as jw  # noqa: E402
+import jobclock_worker
+from jobclock_worker import _worker as jw
 
 
 def leased(job_id="7", **fields):
     return {"id": job_id, "type": "t", "leaseToken": "tok-" + job_id, "deadline": None, "taskState": None, "args": {}, **fields}
+
+
+class Package(unittest.TestCase):
+    def test_is_installed_typed_and_exports_the_worker_api(self):
+        where = os.path.dirname(jobclock_worker.__file__)
+        self.assertIn("site-packages", where)  # the installed package, not the checkout's src/
+        self.assertTrue(os.path.isfile(os.path.join(where, "py.typed")))
+        for name in ["Worker", "RetryLater", "FinalFailure", "Result", "JobContext", "parse_duration", "format_duration"]:
+            self.assertIn(name, jobclock_worker.__all__)
+            self.assertIs(getattr(jobclock_worker, name), getattr(jw, name))
 
 
 class Durations(unittest.TestCase):
@@ -93,6 +102,15 @@ class Outcomes(unittest.TestCase):
         with self.assertRaises(ValueError):
             jw.RetryLater("soon")
 
+    def test_FinalFailure_fails_for_good(self):
+        def bad(job, ctx):
+            raise jw.FinalFailure("bad args")
+
+        self.assertEqual(
+            self.run_one(bad),
+            {"id": "7", "leaseToken": "tok-7", "outcome": "failed", "error": {"message": "bad args", "type": "FinalFailure"}, "final": True},
+        )
+
     def test_a_result_that_is_not_JSON_reports_failed(self):
         report = self.run_one(lambda j, c: {"when": object()})
         self.assertEqual((report["outcome"], report["error"]["type"]), ("failed", "TypeError"))
@@ -130,6 +148,10 @@ class Slots(unittest.TestCase):
         self.assertTrue(w._leases_with_reports())
         w._next_on_reports = False  # a server without next: the long-poll leases for every slot
         self.assertFalse(w._leases_with_reports())
+
+    def test_a_400_naming_final_means_a_server_without_it(self):
+        self.assertTrue(jw._refuses_final({"errors": [{"path": "/reports/3/final", "message": 'unknown field "final"'}]}))
+        self.assertFalse(jw._refuses_final({"errors": [{"path": "/reports/0/error", "message": "invalid value"}]}))
 
     def test_a_400_naming_next_means_a_server_without_it(self):
         self.assertTrue(jw._refuses_next({"errors": [{"path": "/next", "message": "Unrecognized key"}]}))

@@ -12,84 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Every job group that has open jobs or a policy */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description nextCursor of the previous page. */
-                    cursor?: string;
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobGroupList"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listJobGroups"];
         put?: never;
         post?: never;
         delete?: never;
@@ -106,82 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** A job group: its policy and its open jobs */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    group: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobGroup"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getJobGroup"];
         put?: never;
         post?: never;
         delete?: never;
@@ -191,86 +39,7 @@ export interface paths {
          * Change a job group's policy
          * @description paused: no job of it is leased (running ones go on); concurrency: at most that many of its jobs running; rate "<n>/<duration>": at most n of its jobs begin in any window of that length; null clears a limit. Enforced inside the lease, across every instance; it applies to every lease that starts after this answered.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    group: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["FlowPolicyPatchInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobGroup"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updateJobGroup"];
         trace?: never;
     };
     "/healthz": {
@@ -281,29 +50,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["checkLiveness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -320,189 +67,13 @@ export interface paths {
             cookie?: never;
         };
         /** List jobs, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description A JSON object (URL-encoded): jobs whose args contain it, as PostgreSQL's @>. */
-                    argsContains?: string;
-                    /** @description Only jobs created at or after this time. */
-                    createdAfter?: string;
-                    /** @description Only jobs created before this time. */
-                    createdBefore?: string;
-                    /** @description nextCursor of the previous page. */
-                    cursor?: string;
-                    group?: string;
-                    limit?: number;
-                    periodicTaskId?: string;
-                    /** @description Case-insensitive text searched in args, subject and error. */
-                    q?: string;
-                    state?: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
-                    type?: string;
-                    worker?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobList"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listJobs"];
         put?: never;
         /**
          * Create a job
          * @description With the uniqueKey of a queued or running job, nothing is created and that job is returned with 200.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["CreateJobInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["createJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -517,195 +88,14 @@ export interface paths {
             cookie?: never;
         };
         /** Get a job */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getJob"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Change the priority or runAt of a queued job */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["PatchJobInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updateJob"];
         trace?: never;
     };
     "/jobs/{id}/cancel": {
@@ -721,100 +111,7 @@ export interface paths {
          * Cancel a queued or running job
          * @description A running job's worker learns it from its next heartbeat (cancel: true).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["cancelJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -832,91 +129,7 @@ export interface paths {
          * A job's history, oldest first
          * @description Created, each lease (worker, attempt), each outcome (finished, failed with its error, requeued after a failure with the backoff, lease expired, timed out, dropped with the reason), and every action taken through the API (patch, cancel, retry) with the role that took it.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobEvents"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listJobEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -936,91 +149,7 @@ export interface paths {
          * Why a job is not running
          * @description Codes: scheduled, retry-backoff, type-paused, group-paused, type-at-concurrency, group-at-concurrency, type-rate-limited, group-rate-limited, waiting-for-worker (runnable; detail says how many runnable jobs come before it), running, final.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobExplanation"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["explainJob"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1042,104 +171,7 @@ export interface paths {
          * Report a job failed
          * @description With attempts left the job is queued again after a backoff (or retryIn); else it is failed.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["FailedInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["reportJobFailed"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1159,104 +191,7 @@ export interface paths {
          * Report a job finished
          * @description Repeating it with the same token is harmless (200); a stale or wrong token is 409.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["FinishedInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["reportJobFinished"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1273,104 +208,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Extend the lease, report progress, save task state */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["HeartbeatInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["HeartbeatResponse"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["heartbeatJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1390,104 +228,7 @@ export interface paths {
          * Give a lease back
          * @description The job is queued again at once and the attempt is not counted: for a worker that stops before it could do the work. A token that is not the current lease (repeated, stale, or the job was reported) is 409.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ReleaseInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["releaseJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1507,100 +248,7 @@ export interface paths {
          * Queue a failed, dropped or cancelled job again
          * @description Runnable at once, with attempts reset to 0 (maxAttempts more tries).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["retryJob"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1617,87 +265,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Create up to 1000 jobs at once, all or nothing */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description `return=minimal` (RFC 7240): answer only the ids of the created jobs, in the order given (a bulk load has no use for 1000 jobs echoed back); `Preference-Applied` says so. */
-                    prefer?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["CreateJobBatchInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobBatch"] | components["schemas"]["JobBatchMinimal"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["createJobBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1717,84 +285,7 @@ export interface paths {
          * Cancel the queued and running jobs a filter selects
          * @description At most limit (default and maximum 10000), in bounded batches.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["BulkActionInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["BulkActionResult"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["cancelJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1814,91 +305,7 @@ export interface paths {
          * Lease runnable jobs (long-poll with wait)
          * @description Order: priority (higher first), runAt, creation. 204 when nothing is runnable within `wait`. Each job carries its leaseToken; for a job of a periodic task, taskState is the state its task's last run saved.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["LeaseRequestInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["LeaseResponse"];
-                    };
-                };
-                /** @description Nothing runnable within wait */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["leaseJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1918,84 +325,7 @@ export interface paths {
          * Report many jobs finished or failed in one request
          * @description Each result carries the status its single report would have had (200, 404 or 409). A 200 result carries the job after the report only when the request asks for it with `returnJobs: true`. With `next`, the worker's next jobs are leased in the same transaction and come back as `jobs`: the concurrency slots the reported jobs held pass straight to them.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["ReportsInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ReportsResponse"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["reportJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2015,84 +345,7 @@ export interface paths {
          * Queue again the failed, dropped and cancelled jobs a filter selects
          * @description At most limit (default and maximum 10000), in bounded batches. A job whose uniqueKey another open job holds is left as it is.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["BulkActionInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["BulkActionResult"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["retryJobs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2110,24 +363,7 @@ export interface paths {
          * Prometheus metrics (text exposition format)
          * @description jobclock_jobs{type,state}, jobclock_oldest_queued_seconds{type}, jobclock_jobs_leased_total{type}, jobclock_jobs_completed_total{type,outcome}, jobclock_lease_wait_seconds, jobclock_periodic_lateness_seconds, jobclock_http_request_duration_seconds{route,method,status} and the process metrics (jobclock_process_*, jobclock_nodejs_*). The open-job gauges come from one query over open jobs, reused for 5 s.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2145,269 +381,20 @@ export interface paths {
         };
         /**
          * List periodic tasks
-         * @description In id order, filtered by owner, task, enabled and health; page with limit and cursor.
+         * @description In id order, filtered by owner, task, enabled and health; page with limit and cursor. With `runs=n` each task also carries the newest n entries of its run ledger (`recentRuns`), read for the whole page at once.
          */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string;
-                    enabled?: "true" | "false";
-                    /** @description Only tasks whose health.status is this */
-                    health?: "ok" | "failing" | "overdue" | "disabled";
-                    limit?: number;
-                    owner?: string;
-                    task?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: components["schemas"]["PeriodicTask"][];
-                            /** @description Pass as `cursor` for the next page; null on the last page */
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listPeriodicTasks"];
         put?: never;
         /**
          * Create a periodic task
          * @description A bad schedule is a 400 naming the offending part; an id that exists is a 409.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["PeriodicTaskCreateInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PeriodicTask"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["createPeriodicTask"];
         /**
          * Delete every periodic task of an owner
          * @description What a creator does when the thing it owns is deleted. `owner` is required. Jobs already submitted stay.
          */
-        delete: {
-            parameters: {
-                query: {
-                    /** @description Required: deletes every task of this owner */
-                    owner: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            deleted: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["deletePeriodicTasksOfOwner"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2421,275 +408,21 @@ export interface paths {
             cookie?: never;
         };
         /** Get a periodic task */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PeriodicTask"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getPeriodicTask"];
         put?: never;
         post?: never;
         /**
          * Delete a periodic task
          * @description Jobs already submitted stay (their periodicTaskId becomes null).
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Deleted */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["deletePeriodicTask"];
         options?: never;
         head?: never;
         /**
          * Change a periodic task
          * @description Any writable field. A change of schedule, timezone or firstRunAt recomputes nextRun from now; so does enabling a disabled task. Disabling clears nextRun.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["PeriodicTaskPatchInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["PeriodicTask"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updatePeriodicTask"];
         trace?: never;
     };
     "/periodic-tasks/{id}/backfill": {
@@ -2705,95 +438,7 @@ export interface paths {
          * Submit a job for every slot of the schedule in [from, to)
          * @description At most 1000 slots per call, each with its scheduledAt; a slot that already has a job gets no second one. The concurrency policy applies per slot as the scheduler applies it: allow submits every free slot; forbid the oldest, and none while a job of the task is open; replace the newest, cancelling the open job. Backfilled runs have no drop check.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["BackfillInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["BackfillResult"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["backfillPeriodicTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2811,98 +456,7 @@ export interface paths {
          * The run ledger: every slot of the task and what became of it
          * @description Every slot of the schedule since the task was created (or since firstRunAt) up to now appears exactly once, newest first, as far back as the retention keeps jobs: pending, finished, failed, dropped, cancelled (its job), skipped (detail.blockedBy) or missed. A job submitted by trigger appears at the moment it was submitted, with detail.trigger. Page with limit and cursor.
          */
-        get: {
-            parameters: {
-                query?: {
-                    cursor?: string;
-                    /** @description The oldest slot listed (inclusive); default: the task’s first */
-                    from?: string;
-                    limit?: number;
-                    /** @description The newest slot listed (inclusive); default and at most: now */
-                    to?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["TaskRunPage"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listPeriodicTaskRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2924,100 +478,7 @@ export interface paths {
          * Submit a job of the task now
          * @description The concurrency policy applies: 409 when forbid finds a queued or running job; replace cancels it. nextRun is not changed; a disabled task may be triggered too.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Job"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["triggerPeriodicTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3032,38 +493,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the database answers and its schema is current */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ready";
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["checkReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3085,84 +515,7 @@ export interface paths {
          * The next times of a schedule
          * @description Validates a schedule exactly as creating a periodic task does (a bad one is a 400 naming the offending part) and lists its next times.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["SchedulePreviewRequestInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["SchedulePreview"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["previewSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3177,83 +530,7 @@ export interface paths {
             cookie?: never;
         };
         /** Jobs finished and failed per minute */
-        get: {
-            parameters: {
-                query?: {
-                    minutes?: number;
-                    type?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Throughput"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getThroughput"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3270,84 +547,7 @@ export interface paths {
             cookie?: never;
         };
         /** Every job type that has open jobs or a policy */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description nextCursor of the previous page. */
-                    cursor?: string;
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobTypeList"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listJobTypes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3364,82 +564,7 @@ export interface paths {
             cookie?: never;
         };
         /** A job type: its policy and its open jobs */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    type: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobType"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getJobType"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3449,86 +574,7 @@ export interface paths {
          * Change a job type's policy
          * @description paused: no job of it is leased (running ones go on); concurrency: at most that many of its jobs running; rate "<n>/<duration>": at most n of its jobs begin in any window of that length; null clears a limit. Enforced inside the lease, across every instance; it applies to every lease that starts after this answered.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    type: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": components["schemas"]["FlowPolicyPatchInput"];
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["JobType"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updateJobType"];
         trace?: never;
     };
     "/webhooks": {
@@ -3601,24 +647,6 @@ export interface components {
          *       "to": "2026-11-02T00:00:00.000Z"
          *     }
          */
-        Backfill: {
-            /**
-             * @description The first slot considered (inclusive)
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            from: unknown;
-            /**
-             * @description The end of the range (exclusive); not in the future
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            to: unknown;
-        };
-        /**
-         * @example {
-         *       "from": "2026-11-01T00:00:00.000Z",
-         *       "to": "2026-11-02T00:00:00.000Z"
-         *     }
-         */
         BackfillInput: {
             /**
              * Format: date-time
@@ -3648,69 +676,6 @@ export interface components {
                  */
                 scheduledAt: string;
             }[];
-        };
-        BackfillResultInput: {
-            /** @description Slots of the range that had a job already */
-            existing: string[];
-            /** @description The jobs submitted, in slot order */
-            jobs: components["schemas"]["JobInput"][];
-            /** @description Free slots the concurrency policy did not submit */
-            skipped: {
-                /** @description forbid-open-job or one-open-job-at-a-time */
-                reason: string;
-                /**
-                 * Format: date-time
-                 * @example 2026-11-20T09:00:00.000Z
-                 */
-                scheduledAt: string;
-            }[];
-        };
-        /**
-         * @example {
-         *       "filter": {
-         *         "type": "mail.send",
-         *         "state": "failed"
-         *       },
-         *       "limit": 500
-         *     }
-         */
-        BulkAction: {
-            /** @description The GET /jobs filters. Cancel acts on the queued and running jobs among them, retry on the failed, dropped and cancelled ones. */
-            filter: {
-                /**
-                 * @description Jobs whose args contain this JSON object (as PostgreSQL's @>).
-                 * @example {
-                 *       "customer": 42
-                 *     }
-                 */
-                argsContains?: {
-                    [key: string]: unknown;
-                };
-                /**
-                 * @description Only jobs created at or after this time.
-                 * @example 2026-11-20T09:00:00.000Z
-                 */
-                createdAfter?: unknown;
-                /**
-                 * @description Only jobs created before this time.
-                 * @example 2026-11-20T09:00:00.000Z
-                 */
-                createdBefore?: unknown;
-                /** @example default */
-                group?: string;
-                /** @example nightly-report */
-                periodicTaskId?: string;
-                /** @description Case-insensitive text searched in args, subject and error. */
-                q?: string;
-                /** @enum {string} */
-                state?: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
-                /** @example mail.send */
-                type?: string;
-                /** @example worker-7 */
-                worker?: string;
-            };
-            /** @description Most jobs acted on; default and maximum 10000. */
-            limit?: number;
         };
         /**
          * @example {
@@ -3764,86 +729,6 @@ export interface components {
         BulkActionResult: {
             /** @description Jobs the action changed. */
             affected: number;
-        };
-        BulkActionResultInput: {
-            /** @description Jobs the action changed. */
-            affected: number;
-        };
-        /**
-         * @example {
-         *       "type": "mail.send",
-         *       "args": {
-         *         "to": "ada@example.com"
-         *       },
-         *       "priority": 5,
-         *       "timebox": "30s",
-         *       "uniqueKey": "welcome:ada@example.com"
-         *     }
-         */
-        CreateJob: {
-            /**
-             * @description Any JSON, handed to the worker.
-             * @example {
-             *       "to": "ada@example.com"
-             *     }
-             */
-            args?: unknown;
-            /**
-             * @description Default `default`; workers may lease by group.
-             * @example default
-             */
-            group?: string;
-            /**
-             * @description Default 3.
-             * @example 3
-             */
-            maxAttempts?: number;
-            /**
-             * @description Higher runs first.
-             * @example 0
-             */
-            priority?: number;
-            /**
-             * @description Not leased before this time; default now.
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            runAt?: unknown;
-            /** @description What the job is about, for people and search. */
-            subject?: string | null;
-            /** @description Who submitted it. */
-            submitter?: string | null;
-            timebox?: unknown | null;
-            /** @description W3C Trace Context; default: the request's traceparent header. Handed to the worker with the lease. */
-            traceparent?: string | null;
-            /**
-             * @description What kind of work; workers lease by type.
-             * @example mail.send
-             */
-            type: string;
-            /** @description While a queued or running job has this key, creating another returns that job (200). */
-            uniqueKey?: string | null;
-        };
-        /**
-         * @description All or nothing: one bad job rejects the batch, its index in the error path (`/jobs/3/type`).
-         * @example {
-         *       "jobs": [
-         *         {
-         *           "type": "mail.send",
-         *           "args": {
-         *             "to": "ada@example.com"
-         *           }
-         *         },
-         *         {
-         *           "type": "mail.send",
-         *           "args": {
-         *             "to": "alan@example.com"
-         *           }
-         *         }
-         *       ]
-         *     }
-         */
-        CreateJobBatch: {
-            jobs: components["schemas"]["CreateJob"][];
         };
         /**
          * @description All or nothing: one bad job rejects the batch, its index in the error path (`/jobs/3/type`).
@@ -3931,42 +816,6 @@ export interface components {
          *       "retryIn": "1m"
          *     }
          */
-        Failed: {
-            /**
-             * @description Any JSON describing the failure (required).
-             * @example {
-             *       "message": "SMTP 451 try again later"
-             *     }
-             */
-            error: unknown;
-            /**
-             * Format: uuid
-             * @description The fencing token of the lease, from POST /jobs/next.
-             * @example 3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00
-             */
-            leaseToken: string;
-            /**
-             * @description With attempts left, queue the job again after this long instead of the backoff. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
-             * @example 1m
-             */
-            retryIn?: unknown;
-            /**
-             * @description Saved on the periodic task and handed to its next job as taskState.
-             * @example {
-             *       "cursor": "msg-1200"
-             *     }
-             */
-            state?: unknown;
-        };
-        /**
-         * @example {
-         *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00",
-         *       "error": {
-         *         "message": "SMTP 451 try again later"
-         *       },
-         *       "retryIn": "1m"
-         *     }
-         */
         FailedInput: {
             /**
              * @description Any JSON describing the failure (required).
@@ -3986,36 +835,6 @@ export interface components {
              * @example 1m
              */
             retryIn?: string;
-            /**
-             * @description Saved on the periodic task and handed to its next job as taskState.
-             * @example {
-             *       "cursor": "msg-1200"
-             *     }
-             */
-            state?: unknown;
-        };
-        /**
-         * @example {
-         *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00",
-         *       "result": {
-         *         "sent": true
-         *       }
-         *     }
-         */
-        Finished: {
-            /**
-             * Format: uuid
-             * @description The fencing token of the lease, from POST /jobs/next.
-             * @example 3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00
-             */
-            leaseToken: string;
-            /**
-             * @description Any JSON, kept on the job.
-             * @example {
-             *       "sent": true
-             *     }
-             */
-            result?: unknown;
             /**
              * @description Saved on the periodic task and handed to its next job as taskState.
              * @example {
@@ -4060,22 +879,6 @@ export interface components {
          *       "rate": "100/1m"
          *     }
          */
-        FlowPolicyPatch: {
-            /**
-             * @description At most this many of its jobs running at once; null: no limit
-             * @example 5
-             */
-            concurrency?: number | null;
-            /** @description true: no job of it is leased; running jobs go on */
-            paused?: boolean;
-            rate?: unknown | null;
-        };
-        /**
-         * @example {
-         *       "concurrency": 5,
-         *       "rate": "100/1m"
-         *     }
-         */
         FlowPolicyPatchInput: {
             /**
              * @description At most this many of its jobs running at once; null: no limit
@@ -4085,43 +888,6 @@ export interface components {
             /** @description true: no job of it is leased; running jobs go on */
             paused?: boolean;
             rate?: string | null;
-        };
-        /**
-         * @example {
-         *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00",
-         *       "progress": {
-         *         "done": 40,
-         *         "of": 100
-         *       }
-         *     }
-         */
-        Heartbeat: {
-            /**
-             * @description Extend the lease to now + this (default: the length given at lease time). A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
-             * @example 30s
-             */
-            lease?: unknown;
-            /**
-             * Format: uuid
-             * @description The fencing token of the lease, from POST /jobs/next.
-             * @example 3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00
-             */
-            leaseToken: string;
-            /**
-             * @description Any JSON, shown on the job as progress.
-             * @example {
-             *       "done": 40,
-             *       "of": 100
-             *     }
-             */
-            progress?: unknown;
-            /**
-             * @description Saved on the periodic task and handed to its next job as taskState.
-             * @example {
-             *       "cursor": "msg-1200"
-             *     }
-             */
-            state?: unknown;
         };
         /**
          * @example {
@@ -4168,19 +934,6 @@ export interface components {
          *     }
          */
         HeartbeatResponse: {
-            /** @description Stop now: the deadline passed or the job was cancelled. Report within the grace. */
-            cancel: boolean;
-            deadline: string | null;
-            leaseExpiresAt: string | null;
-        };
-        /**
-         * @example {
-         *       "leaseExpiresAt": "2026-11-20T09:01:00.000Z",
-         *       "deadline": "2026-11-20T09:00:30.015Z",
-         *       "cancel": false
-         *     }
-         */
-        HeartbeatResponseInput: {
             /** @description Stop now: the deadline passed or the job was cancelled. Report within the grace. */
             cancel: boolean;
             deadline: string | null;
@@ -4286,16 +1039,7 @@ export interface components {
         JobBatch: {
             jobs: components["schemas"]["Job"][];
         };
-        JobBatchInput: {
-            jobs: components["schemas"]["JobInput"][];
-        };
         JobBatchMinimal: {
-            jobs: {
-                /** @example 1042 */
-                id: string;
-            }[];
-        };
-        JobBatchMinimalInput: {
             jobs: {
                 /** @example 1042 */
                 id: string;
@@ -4315,39 +1059,10 @@ export interface components {
             kind: string;
             worker: string | null;
         };
-        JobEventInput: {
-            /** @description The role that took a manual action (admin, producer, …), or policy:replace. */
-            actor: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            at: string;
-            attempt: number | null;
-            detail: unknown;
-            /** @description created, leased, finished, requeued (a failure with attempts left), failed, lease-expired, timed-out, given-back, dropped, cancelled, retried, patched */
-            kind: string;
-            worker: string | null;
-        };
         JobEvents: {
             items: components["schemas"]["JobEvent"][];
         };
-        JobEventsInput: {
-            items: components["schemas"]["JobEventInput"][];
-        };
         JobExplanation: {
-            id: string;
-            reasons: {
-                /** @enum {string} */
-                code: "scheduled" | "retry-backoff" | "type-paused" | "group-paused" | "type-at-concurrency" | "group-at-concurrency" | "type-rate-limited" | "group-rate-limited" | "waiting-for-worker" | "running" | "final";
-                detail: string;
-            }[];
-            /** @description true: nothing holds it back; it waits for a worker */
-            runnable: boolean;
-            /** @enum {string} */
-            state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
-        };
-        JobExplanationInput: {
             id: string;
             reasons: {
                 /** @enum {string} */
@@ -4375,134 +1090,12 @@ export interface components {
             /** @example 100/1m */
             rate: string | null;
         };
-        JobGroupInput: {
-            concurrency: number | null;
-            counts: {
-                /** @description Queued and runnable now */
-                queued: number;
-                running: number;
-                /** @description Queued with runAt in the future */
-                scheduled: number;
-            };
-            group: string;
-            /** @description runAt of the oldest runnable queued job, or null */
-            oldestQueuedAt: string | null;
-            paused: boolean;
-            /** @example 100/1m */
-            rate: string | null;
-        };
         JobGroupList: {
             items: components["schemas"]["JobGroup"][];
             nextCursor: string | null;
         };
-        JobGroupListInput: {
-            items: components["schemas"]["JobGroupInput"][];
-            nextCursor: string | null;
-        };
-        /**
-         * @description A one-shot job.
-         * @example {
-         *       "id": "1042",
-         *       "type": "mail.send",
-         *       "group": "default",
-         *       "args": {
-         *         "to": "ada@example.com"
-         *       },
-         *       "subject": "welcome mail",
-         *       "submitter": "signup",
-         *       "priority": 0,
-         *       "state": "queued",
-         *       "runAt": "2026-11-20T09:00:00.000Z",
-         *       "attempts": 0,
-         *       "maxAttempts": 3,
-         *       "uniqueKey": null,
-         *       "periodicTaskId": null,
-         *       "scheduledAt": null,
-         *       "timebox": "30s",
-         *       "worker": null,
-         *       "startedAt": null,
-         *       "leaseExpiresAt": null,
-         *       "deadline": null,
-         *       "finishedAt": null,
-         *       "progress": null,
-         *       "result": null,
-         *       "error": null,
-         *       "createdAt": "2026-11-20T08:59:59.120Z",
-         *       "updatedAt": "2026-11-20T08:59:59.120Z",
-         *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-         *     }
-         */
-        JobInput: {
-            /**
-             * @description Any JSON, handed to the worker.
-             * @example {
-             *       "to": "ada@example.com"
-             *     }
-             */
-            args: unknown;
-            /** @description Leases so far. */
-            attempts: number;
-            /**
-             * Format: date-time
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            createdAt: string;
-            deadline: string | null;
-            /** @description The latest error: reported by the worker, or recorded by jobclock (kind lease_expired, timebox, dropped). */
-            error: unknown;
-            finishedAt: string | null;
-            /** @example default */
-            group: string;
-            /**
-             * @description Assigned by jobclock.
-             * @example 1042
-             */
-            id: string;
-            leaseExpiresAt: string | null;
-            maxAttempts: number;
-            periodicTaskId: string | null;
-            priority: number;
-            /** @description The latest progress a heartbeat reported. */
-            progress: unknown;
-            result: unknown;
-            /**
-             * Format: date-time
-             * @description Not leased before this time.
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            runAt: string;
-            /** @description For a job of a periodic task: the scheduled time it was submitted for. */
-            scheduledAt: string | null;
-            startedAt: string | null;
-            /** @enum {string} */
-            state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
-            subject: string | null;
-            submitter: string | null;
-            /**
-             * @description How long a run may take; the deadline is startedAt + timebox.
-             * @example 30s
-             */
-            timebox: string | null;
-            /** @description W3C Trace Context of the request that created the job; a worker continues the trace from it. */
-            traceparent: string | null;
-            /** @example mail.send */
-            type: string;
-            uniqueKey: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            updatedAt: string;
-            /** @description The worker of the latest lease. */
-            worker: string | null;
-        };
         JobList: {
             items: components["schemas"]["Job"][];
-            /** @description Pass as `cursor` for the next page; null on the last page. A content search (`q`, `argsContains`) behind a large backlog of queued jobs may end a page early, with fewer items than `limit` (even none) and a nextCursor: every job above it was looked at, and the next page goes on below it. */
-            nextCursor: string | null;
-        };
-        JobListInput: {
-            items: components["schemas"]["JobInput"][];
             /** @description Pass as `cursor` for the next page; null on the last page. A content search (`q`, `argsContains`) behind a large backlog of queued jobs may end a page early, with fewer items than `limit` (even none) and a nextCursor: every job above it was looked at, and the next page goes on below it. */
             nextCursor: string | null;
         };
@@ -4522,28 +1115,8 @@ export interface components {
             rate: string | null;
             type: string;
         };
-        JobTypeInput: {
-            concurrency: number | null;
-            counts: {
-                /** @description Queued and runnable now */
-                queued: number;
-                running: number;
-                /** @description Queued with runAt in the future */
-                scheduled: number;
-            };
-            /** @description runAt of the oldest runnable queued job, or null */
-            oldestQueuedAt: string | null;
-            paused: boolean;
-            /** @example 100/1m */
-            rate: string | null;
-            type: string;
-        };
         JobTypeList: {
             items: components["schemas"]["JobType"][];
-            nextCursor: string | null;
-        };
-        JobTypeListInput: {
-            items: components["schemas"]["JobTypeInput"][];
             nextCursor: string | null;
         };
         /**
@@ -4650,145 +1223,6 @@ export interface components {
             worker: string | null;
         };
         /**
-         * @description A job handed to a worker, with its lease.
-         * @example {
-         *       "id": "1042",
-         *       "type": "mail.send",
-         *       "group": "default",
-         *       "args": {
-         *         "to": "ada@example.com"
-         *       },
-         *       "subject": null,
-         *       "submitter": null,
-         *       "priority": 0,
-         *       "state": "running",
-         *       "runAt": "2026-11-20T09:00:00.000Z",
-         *       "attempts": 1,
-         *       "maxAttempts": 3,
-         *       "uniqueKey": null,
-         *       "periodicTaskId": null,
-         *       "scheduledAt": null,
-         *       "timebox": "30s",
-         *       "worker": "worker-7",
-         *       "startedAt": "2026-11-20T09:00:00.015Z",
-         *       "leaseExpiresAt": "2026-11-20T09:00:30.015Z",
-         *       "deadline": "2026-11-20T09:00:30.015Z",
-         *       "finishedAt": null,
-         *       "progress": null,
-         *       "result": null,
-         *       "error": null,
-         *       "createdAt": "2026-11-20T08:59:59.120Z",
-         *       "updatedAt": "2026-11-20T09:00:00.015Z",
-         *       "traceparent": null,
-         *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00",
-         *       "taskState": null
-         *     }
-         */
-        LeasedJobInput: {
-            /**
-             * @description Any JSON, handed to the worker.
-             * @example {
-             *       "to": "ada@example.com"
-             *     }
-             */
-            args: unknown;
-            /** @description Leases so far. */
-            attempts: number;
-            /**
-             * Format: date-time
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            createdAt: string;
-            deadline: string | null;
-            /** @description The latest error: reported by the worker, or recorded by jobclock (kind lease_expired, timebox, dropped). */
-            error: unknown;
-            finishedAt: string | null;
-            /** @example default */
-            group: string;
-            /**
-             * @description Assigned by jobclock.
-             * @example 1042
-             */
-            id: string;
-            leaseExpiresAt: string | null;
-            /** @description Carry it in every heartbeat and report of this lease. */
-            leaseToken: string;
-            maxAttempts: number;
-            periodicTaskId: string | null;
-            priority: number;
-            /** @description The latest progress a heartbeat reported. */
-            progress: unknown;
-            result: unknown;
-            /**
-             * Format: date-time
-             * @description Not leased before this time.
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            runAt: string;
-            /** @description For a job of a periodic task: the scheduled time it was submitted for. */
-            scheduledAt: string | null;
-            startedAt: string | null;
-            /** @enum {string} */
-            state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
-            subject: string | null;
-            submitter: string | null;
-            /** @description For a job of a periodic task: the state its last run saved (null otherwise). */
-            taskState: unknown;
-            /**
-             * @description How long a run may take; the deadline is startedAt + timebox.
-             * @example 30s
-             */
-            timebox: string | null;
-            /** @description W3C Trace Context of the request that created the job; a worker continues the trace from it. */
-            traceparent: string | null;
-            /** @example mail.send */
-            type: string;
-            uniqueKey: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            updatedAt: string;
-            /** @description The worker of the latest lease. */
-            worker: string | null;
-        };
-        /**
-         * @example {
-         *       "worker": "worker-7",
-         *       "types": [
-         *         "mail.send"
-         *       ],
-         *       "wait": "30s",
-         *       "limit": 10
-         *     }
-         */
-        LeaseRequest: {
-            /** @description Only these groups. */
-            groups?: string[];
-            /**
-             * @description How long the lease lasts without a heartbeat (default 30s). A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
-             * @example 30s
-             */
-            lease?: unknown;
-            /**
-             * @description How many jobs at most (default 1).
-             * @example 10
-             */
-            limit?: number;
-            /** @description Only these job types. */
-            types?: string[];
-            /**
-             * @description Long-poll: wait this long for a job before answering 204 (at most 60s; default 0). A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
-             * @example 30s
-             */
-            wait?: unknown;
-            /**
-             * @description Names the worker in the job and in logs.
-             * @example worker-7
-             */
-            worker: string;
-        };
-        /**
          * @example {
          *       "worker": "worker-7",
          *       "types": [
@@ -4827,40 +1261,6 @@ export interface components {
         LeaseResponse: {
             jobs: components["schemas"]["LeasedJob"][];
         };
-        LeaseResponseInput: {
-            jobs: components["schemas"]["LeasedJobInput"][];
-        };
-        /**
-         * @description Lease the worker's next jobs in the same transaction as the reports: the concurrency slots the reported jobs held pass straight to the jobs leased next, so a binding limit stays at its limit. As POST /jobs/next without wait: whatever is runnable now, possibly nothing.
-         * @example {
-         *       "worker": "worker-7",
-         *       "types": [
-         *         "mail.send"
-         *       ],
-         *       "limit": 2
-         *     }
-         */
-        NextLease: {
-            /** @description Only these groups. */
-            groups?: string[];
-            /**
-             * @description How long the lease lasts without a heartbeat (default 30s). A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
-             * @example 30s
-             */
-            lease?: unknown;
-            /**
-             * @description How many jobs at most (default 1).
-             * @example 10
-             */
-            limit?: number;
-            /** @description Only these job types. */
-            types?: string[];
-            /**
-             * @description Names the worker in the job and in logs.
-             * @example worker-7
-             */
-            worker: string;
-        };
         /**
          * @description Lease the worker's next jobs in the same transaction as the reports: the concurrency slots the reported jobs held pass straight to the jobs leased next, so a binding limit stays at its limit. As POST /jobs/next without wait: whatever is runnable now, possibly nothing.
          * @example {
@@ -4891,21 +1291,6 @@ export interface components {
              * @example worker-7
              */
             worker: string;
-        };
-        /**
-         * @description Only for a queued job.
-         * @example {
-         *       "priority": 10
-         *     }
-         */
-        PatchJob: {
-            /**
-             * @description Higher runs first.
-             * @example 0
-             */
-            priority?: number;
-            /** @example 2026-11-20T09:00:00.000Z */
-            runAt?: unknown;
         };
         /**
          * @description Only for a queued job.
@@ -4948,7 +1333,7 @@ export interface components {
             id: string;
             /** @description Read-only: when a job of this task last began executing */
             lastRun: string | null;
-            /** @description Read-only: since when `worker` holds it */
+            /** @description Read-only; stays null, as `worker` does. */
             marked: string | null;
             maxAttempts: number;
             /**
@@ -4961,6 +1346,8 @@ export interface components {
             nextRun: string | null;
             owner: string | null;
             priority: number;
+            /** @description GET /periodic-tasks with `runs=n` only: the newest n entries of the run ledger */
+            recentRuns?: components["schemas"]["TaskRun"][];
             schedule: string;
             /** @description Read-only: state saved by the last run, handed to the next job as taskState */
             state: unknown;
@@ -4973,88 +1360,8 @@ export interface components {
             /** @description As set; null when the default applies (see effectiveTolerance) */
             tolerance: string | null;
             updatedAt: string;
-            /** @description Read-only: the scheduler instance submitting this task right now */
+            /** @description Read-only; stays null. A scheduler instance marks a task it submits with a row lock that lives only as long as the submitting transaction, so no instance is recorded here. */
             worker: string | null;
-        };
-        PeriodicTaskCreate: {
-            /**
-             * @description The dead man’s switch: health becomes overdue when no run has finished for this long after a slot came due. null: never overdue
-             * @example 2h
-             */
-            alertAfter?: string | null;
-            /** @description Any JSON, handed to each job */
-            args?: unknown;
-            /**
-             * @description misfirePolicy catch-up: the most missed runs submitted at once (default 10)
-             * @example 10
-             */
-            catchUpLimit?: number;
-            /**
-             * @description A slot more than this old when the scheduler reaches it is never submitted, whatever misfirePolicy: it is recorded as missed. null: no limit
-             * @example 1h
-             */
-            catchUpWindow?: string | null;
-            /**
-             * @description forbid (default): no new job while one of this task is queued or running (nextRun still advances); allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; replace: cancel the queued or running job and submit a new one
-             * @enum {string}
-             */
-            concurrencyPolicy?: "forbid" | "allow" | "replace";
-            enabled?: boolean;
-            /** @description No slot at or after it; once past, nextRun is null and the task stays for its history. null: no end */
-            endAt?: string | null;
-            /** @description Interval schedules run at firstRunAt + k·every (k ≥ 0); cron and calendar: no run before it */
-            firstRunAt?: string | null;
-            /** @description Job group (default `default`) */
-            group?: string;
-            /**
-             * @description Client-chosen id; generated (a UUID) when absent
-             * @example mail-channel-42:poll
-             */
-            id?: string;
-            /**
-             * @description Attempts of each run (default 1). A failed run with attempts left is queued again after the backoff (or the worker’s retryIn); a retry still queued when the next slot comes due is dropped (reason next-run-due) and the new slot is planned as if no job were open
-             * @example 3
-             */
-            maxAttempts?: number;
-            /**
-             * @description What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)
-             * @example coalesce
-             * @enum {string}
-             */
-            misfirePolicy?: "coalesce" | "skip" | "catch-up";
-            /**
-             * @description What the task belongs to, e.g. `channel:42`
-             * @example channel:42
-             */
-            owner?: string | null;
-            /**
-             * @description Higher runs first.
-             * @example 0
-             */
-            priority?: number;
-            /**
-             * @description `every <duration> [offset <duration>]`, a cron expression (5 or 6 fields), or a systemd calendar event
-             * @example every 5m
-             */
-            schedule: string;
-            subject?: string | null;
-            submitter?: string | null;
-            /**
-             * @description The job type it submits
-             * @example mail.poll
-             */
-            task: string;
-            /** @description null: the default, half the interval (cron/calendar: half the time to the following occurrence) */
-            timebox?: string | null;
-            /**
-             * @description IANA time zone for cron and calendar schedules (default UTC)
-             * @example Europe/Berlin
-             */
-            timezone?: string;
-            /** @description null: the default min(5s, interval/10) */
-            tolerance?: string | null;
-        } & {
-            [key: string]: unknown;
         };
         PeriodicTaskCreateInput: {
             /**
@@ -5124,133 +1431,6 @@ export interface components {
              * @example mail.poll
              */
             task: string;
-            /** @description null: the default, half the interval (cron/calendar: half the time to the following occurrence) */
-            timebox?: string | null;
-            /**
-             * @description IANA time zone for cron and calendar schedules (default UTC)
-             * @example Europe/Berlin
-             */
-            timezone?: string;
-            /** @description null: the default min(5s, interval/10) */
-            tolerance?: string | null;
-        } & {
-            [key: string]: unknown;
-        };
-        PeriodicTaskInput: {
-            alertAfter: string | null;
-            args: unknown;
-            catchUpLimit: number;
-            catchUpWindow: string | null;
-            /**
-             * @description forbid (default): no new job while one of this task is queued or running (nextRun still advances); allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; replace: cancel the queued or running job and submit a new one
-             * @enum {string}
-             */
-            concurrencyPolicy: "forbid" | "allow" | "replace";
-            createdAt: string;
-            /** @description Read-only: the timebox in effect for the next run, default included */
-            effectiveTimebox: string | null;
-            /** @description Read-only: the tolerance in effect for the next run, default included */
-            effectiveTolerance: string | null;
-            enabled: boolean;
-            endAt: string | null;
-            firstRunAt: string | null;
-            group: string;
-            health: components["schemas"]["TaskHealthInput"];
-            id: string;
-            /** @description Read-only: when a job of this task last began executing */
-            lastRun: string | null;
-            /** @description Read-only: since when `worker` holds it */
-            marked: string | null;
-            maxAttempts: number;
-            /**
-             * @description What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)
-             * @example coalesce
-             * @enum {string}
-             */
-            misfirePolicy: "coalesce" | "skip" | "catch-up";
-            /** @description Read-only: the next scheduled time; null while disabled or when the schedule never fires again */
-            nextRun: string | null;
-            owner: string | null;
-            priority: number;
-            schedule: string;
-            /** @description Read-only: state saved by the last run, handed to the next job as taskState */
-            state: unknown;
-            subject: string | null;
-            submitter: string | null;
-            task: string;
-            /** @description As set; null when the default applies (see effectiveTimebox) */
-            timebox: string | null;
-            timezone: string;
-            /** @description As set; null when the default applies (see effectiveTolerance) */
-            tolerance: string | null;
-            updatedAt: string;
-            /** @description Read-only: the scheduler instance submitting this task right now */
-            worker: string | null;
-        };
-        /** @description Any writable field; null resets a nullable one (tolerance and timebox to their defaults) */
-        PeriodicTaskPatch: {
-            /**
-             * @description The dead man’s switch: health becomes overdue when no run has finished for this long after a slot came due. null: never overdue
-             * @example 2h
-             */
-            alertAfter?: string | null;
-            /** @description Any JSON, handed to each job */
-            args?: unknown;
-            /**
-             * @description misfirePolicy catch-up: the most missed runs submitted at once (default 10)
-             * @example 10
-             */
-            catchUpLimit?: number;
-            /**
-             * @description A slot more than this old when the scheduler reaches it is never submitted, whatever misfirePolicy: it is recorded as missed. null: no limit
-             * @example 1h
-             */
-            catchUpWindow?: string | null;
-            /**
-             * @description forbid (default): no new job while one of this task is queued or running (nextRun still advances); allow: a job at every run, dropped at lease time if it would begin before lastRun + interval − tolerance; replace: cancel the queued or running job and submit a new one
-             * @enum {string}
-             */
-            concurrencyPolicy?: "forbid" | "allow" | "replace";
-            enabled?: boolean;
-            /** @description No slot at or after it; once past, nextRun is null and the task stays for its history. null: no end */
-            endAt?: string | null;
-            /** @description Interval schedules run at firstRunAt + k·every (k ≥ 0); cron and calendar: no run before it */
-            firstRunAt?: string | null;
-            /** @description Job group (default `default`) */
-            group?: string;
-            /**
-             * @description Attempts of each run (default 1). A failed run with attempts left is queued again after the backoff (or the worker’s retryIn); a retry still queued when the next slot comes due is dropped (reason next-run-due) and the new slot is planned as if no job were open
-             * @example 3
-             */
-            maxAttempts?: number;
-            /**
-             * @description What the scheduler does with runs it missed (jobclock down, the database away): coalesce (default) submits one run for them, skip submits none (a due run more than 1 minute late is missed too), catch-up submits each missed run, oldest first, at most catchUpLimit (the most recent ones)
-             * @example coalesce
-             * @enum {string}
-             */
-            misfirePolicy?: "coalesce" | "skip" | "catch-up";
-            /**
-             * @description What the task belongs to, e.g. `channel:42`
-             * @example channel:42
-             */
-            owner?: string | null;
-            /**
-             * @description Higher runs first.
-             * @example 0
-             */
-            priority?: number;
-            /**
-             * @description `every <duration> [offset <duration>]`, a cron expression (5 or 6 fields), or a systemd calendar event
-             * @example every 5m
-             */
-            schedule?: string;
-            subject?: string | null;
-            submitter?: string | null;
-            /**
-             * @description The job type it submits
-             * @example mail.poll
-             */
-            task?: string;
             /** @description null: the default, half the interval (cron/calendar: half the time to the following occurrence) */
             timebox?: string | null;
             /**
@@ -5359,39 +1539,6 @@ export interface components {
             /** @example urn:jobclock:problem:validation-failed */
             type: string;
         };
-        /** @description RFC 9457 problem details */
-        ProblemInput: {
-            detail: string;
-            errors?: {
-                /** @enum {string} */
-                in?: "body" | "query" | "params" | "headers";
-                message: string;
-                /**
-                 * @description JSON path (JSON Pointer) of the bad field
-                 * @example /jobs/3/type
-                 */
-                path: string;
-            }[];
-            instance?: string;
-            requestId?: string;
-            status: number;
-            title: string;
-            /** @example urn:jobclock:problem:validation-failed */
-            type: string;
-        };
-        /**
-         * @example {
-         *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00"
-         *     }
-         */
-        Release: {
-            /**
-             * Format: uuid
-             * @description The fencing token of the lease, from POST /jobs/next.
-             * @example 3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00
-             */
-            leaseToken: string;
-        };
         /**
          * @example {
          *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00"
@@ -5404,72 +1551,6 @@ export interface components {
              * @example 3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00
              */
             leaseToken: string;
-        };
-        /**
-         * @description Many finished/failed reports in one request, applied in one statement.
-         * @example {
-         *       "reports": [
-         *         {
-         *           "id": "1042",
-         *           "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00",
-         *           "outcome": "finished",
-         *           "result": {
-         *             "sent": true
-         *           }
-         *         },
-         *         {
-         *           "id": "1043",
-         *           "leaseToken": "0b6f6a64-6f1e-4a57-8a8e-3c1b2b8f9d11",
-         *           "outcome": "failed",
-         *           "error": {
-         *             "message": "timeout"
-         *           }
-         *         }
-         *       ]
-         *     }
-         */
-        Reports: {
-            next?: components["schemas"]["NextLease"];
-            reports: {
-                /**
-                 * @description For outcome failed.
-                 * @example {
-                 *       "message": "SMTP 451 try again later"
-                 *     }
-                 */
-                error?: unknown;
-                /** @example 1042 */
-                id: string;
-                /**
-                 * Format: uuid
-                 * @description The fencing token of the lease, from POST /jobs/next.
-                 * @example 3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00
-                 */
-                leaseToken: string;
-                /** @enum {string} */
-                outcome: "finished" | "failed";
-                /**
-                 * @description For outcome finished.
-                 * @example {
-                 *       "sent": true
-                 *     }
-                 */
-                result?: unknown;
-                /**
-                 * @description With attempts left, queue the job again after this long instead of the backoff. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
-                 * @example 1m
-                 */
-                retryIn?: unknown;
-                /**
-                 * @description Saved on the periodic task.
-                 * @example {
-                 *       "cursor": "msg-1200"
-                 *     }
-                 */
-                state?: unknown;
-            }[];
-            /** @description true: each 200 result carries the job after the report (`job`). Default false: id and status only, which is cheaper. */
-            returnJobs?: boolean;
         };
         /**
          * @description Many finished/failed reports in one request, applied in one statement.
@@ -5567,34 +1648,6 @@ export interface components {
         };
         /**
          * @example {
-         *       "results": [
-         *         {
-         *           "id": "1042",
-         *           "status": 200
-         *         },
-         *         {
-         *           "id": "1043",
-         *           "status": 409,
-         *           "detail": "the lease was lost"
-         *         }
-         *       ]
-         *     }
-         */
-        ReportsResponseInput: {
-            /** @description With `next`: the jobs leased after the reports, in the same transaction (possibly none). */
-            jobs?: components["schemas"]["LeasedJobInput"][];
-            results: {
-                /** @description Why, when status is not 200. */
-                detail?: string;
-                id: string;
-                /** @description The job after the report: only on a 200 result, and only with returnJobs: true. */
-                job?: components["schemas"]["JobInput"];
-                /** @description What the single report would have answered: 200, 404 or 409. */
-                status: number;
-            }[];
-        };
-        /**
-         * @example {
          *       "kind": "interval",
          *       "next": [
          *         "2026-11-20T00:07:00.000Z",
@@ -5607,55 +1660,6 @@ export interface components {
             /** @enum {string} */
             kind: "interval" | "cron" | "calendar";
             next: string[];
-        };
-        /**
-         * @example {
-         *       "kind": "interval",
-         *       "next": [
-         *         "2026-11-20T00:07:00.000Z",
-         *         "2026-11-20T00:13:00.000Z",
-         *         "2026-11-20T00:19:00.000Z"
-         *       ]
-         *     }
-         */
-        SchedulePreviewInput: {
-            /** @enum {string} */
-            kind: "interval" | "cron" | "calendar";
-            next: string[];
-        };
-        /**
-         * @example {
-         *       "schedule": "every 6m offset 1m",
-         *       "from": "2026-11-20T00:00:00.000Z",
-         *       "count": 3
-         *     }
-         */
-        SchedulePreviewRequest: {
-            /**
-             * @default 10
-             * @example 3
-             */
-            count: number;
-            /**
-             * @description As on a periodic task
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            firstRunAt?: unknown;
-            /**
-             * @description List times after this one (default now); for an interval schedule it plays the role of the creation time
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            from?: unknown;
-            /**
-             * @description interval (`every 6m offset 1m`), cron (`*\/15 9-17 * * Mon-Fri`) or calendar event (`Mon..Fri *-*-* 09:00`)
-             * @example every 6m offset 1m
-             */
-            schedule: string;
-            /**
-             * @description IANA time zone; default UTC
-             * @example Europe/Berlin
-             */
-            timezone?: string;
         };
         /**
          * @example {
@@ -5707,38 +1711,7 @@ export interface components {
              */
             status: "ok" | "failing" | "overdue" | "disabled";
         };
-        /** @description Read-only: what the task’s runs have come to */
-        TaskHealthInput: {
-            /** @description Runs that ended without finishing since the last one that finished */
-            consecutiveFailures: number;
-            /** @description When a run last failed, timed out or was dropped */
-            lastFailureAt: string | null;
-            /** @description When a run last finished */
-            lastSuccessAt: string | null;
-            /**
-             * @description First match wins: disabled (enabled is false); overdue (alertAfter is set and no run has finished for longer than alertAfter after a slot came due); failing (the last run that ended did not finish: it failed, timed out or was dropped); ok
-             * @enum {string}
-             */
-            status: "ok" | "failing" | "overdue" | "disabled";
-        };
         TaskRun: {
-            attempts: number | null;
-            /** @description blockedBy, trigger, due, reason, error */
-            detail: {
-                [key: string]: unknown;
-            };
-            finishedAt: string | null;
-            jobId: string | null;
-            /**
-             * @description pending (its job is queued or running, or the slot is due and about to be submitted: detail.due), finished, failed, dropped, cancelled (the outcome of its job), skipped (not submitted: under forbid an open job of the task existed, detail.blockedBy), missed (not submitted: the service was down or behind and misfirePolicy or catchUpWindow left it out)
-             * @enum {string}
-             */
-            outcome: "pending" | "finished" | "failed" | "dropped" | "cancelled" | "skipped" | "missed";
-            /** @description The slot (a triggered job: the moment it was submitted) */
-            slot: string;
-            startedAt: string | null;
-        };
-        TaskRunInput: {
             attempts: number | null;
             /** @description blockedBy, trigger, due, reason, error */
             detail: {
@@ -5760,26 +1733,8 @@ export interface components {
             /** @description Pass as `cursor` for the next (older) page; null on the last page */
             nextCursor: string | null;
         };
-        TaskRunPageInput: {
-            items: components["schemas"]["TaskRunInput"][];
-            /** @description Pass as `cursor` for the next (older) page; null on the last page */
-            nextCursor: string | null;
-        };
         /** @description One bucket per minute, oldest first; the current minute is the last. */
         Throughput: {
-            buckets: {
-                /**
-                 * Format: date-time
-                 * @description The minute's start.
-                 * @example 2026-11-20T09:00:00.000Z
-                 */
-                at: string;
-                failed: number;
-                finished: number;
-            }[];
-        };
-        /** @description One bucket per minute, oldest first; the current minute is the last. */
-        ThroughputInput: {
             buckets: {
                 /**
                  * Format: date-time
@@ -5811,43 +1766,6 @@ export interface components {
              * @example 2026-11-20T09:00:00.000Z
              */
             updatedAt: string;
-            url: string;
-        };
-        /**
-         * @example {
-         *       "url": "https://hooks.example/jobclock",
-         *       "events": [
-         *         "job.failed",
-         *         "task.failing"
-         *       ]
-         *     }
-         */
-        WebhookCreate: {
-            /**
-             * @description job.finished, job.failed (failed for good: no attempt left, or final), job.dropped, job.cancelled; task.failing (a periodic task whose runs went from succeeding to failing), task.overdue (no run finished within its alertAfter), task.recovered (a run finished after it was failing or overdue).
-             * @example [
-             *       "job.failed",
-             *       "task.failing",
-             *       "task.overdue",
-             *       "task.recovered"
-             *     ]
-             */
-            events: ("job.finished" | "job.failed" | "job.dropped" | "job.cancelled" | "task.failing" | "task.overdue" | "task.recovered")[];
-            /** @description Only events of jobs (or periodic tasks) of this type, group, or periodic task; every field given must match. For task events, type and group are those of the jobs the task submits. */
-            filter?: {
-                /** @example reports */
-                group?: string;
-                /** @example nightly-report */
-                periodicTaskId?: string;
-                /** @example thumbnail */
-                type?: string;
-            };
-            /** @description The HMAC key deliveries are signed with. */
-            secret?: string;
-            /**
-             * @description Where deliveries are POSTed: an http or https URL.
-             * @example https://hooks.example/jobclock
-             */
             url: string;
         };
         /**
@@ -5905,94 +1823,13 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "delivered" | "failed";
         };
-        WebhookDeliveryInput: {
-            attempts: number;
-            /**
-             * Format: date-time
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            createdAt: string;
-            deliveredAt: string | null;
-            /** @enum {string} */
-            event: "job.finished" | "job.failed" | "job.dropped" | "job.cancelled" | "task.failing" | "task.overdue" | "task.recovered";
-            /** @description Sent as Jobclock-Delivery: receivers dedup on it. */
-            id: string;
-            lastError: string | null;
-            lastStatusCode: number | null;
-            nextAttemptAt: string | null;
-            /** @enum {string} */
-            status: "pending" | "delivered" | "failed";
-        };
         WebhookDeliveryList: {
             items: components["schemas"]["WebhookDelivery"][];
             nextCursor: string | null;
         };
-        WebhookDeliveryListInput: {
-            items: components["schemas"]["WebhookDeliveryInput"][];
-            nextCursor: string | null;
-        };
-        WebhookInput: {
-            /**
-             * Format: date-time
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            createdAt: string;
-            events: ("job.finished" | "job.failed" | "job.dropped" | "job.cancelled" | "task.failing" | "task.overdue" | "task.recovered")[];
-            filter: {
-                group: string | null;
-                periodicTaskId: string | null;
-                type: string | null;
-            };
-            id: string;
-            /** @description Only in the answer that created or rotated it. */
-            secret?: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-20T09:00:00.000Z
-             */
-            updatedAt: string;
-            url: string;
-        };
         WebhookList: {
             items: components["schemas"]["Webhook"][];
             nextCursor: string | null;
-        };
-        WebhookListInput: {
-            items: components["schemas"]["WebhookInput"][];
-            nextCursor: string | null;
-        };
-        /**
-         * @example {
-         *       "secret": null
-         *     }
-         */
-        WebhookPatch: {
-            /**
-             * @description job.finished, job.failed (failed for good: no attempt left, or final), job.dropped, job.cancelled; task.failing (a periodic task whose runs went from succeeding to failing), task.overdue (no run finished within its alertAfter), task.recovered (a run finished after it was failing or overdue).
-             * @example [
-             *       "job.failed",
-             *       "task.failing",
-             *       "task.overdue",
-             *       "task.recovered"
-             *     ]
-             */
-            events?: ("job.finished" | "job.failed" | "job.dropped" | "job.cancelled" | "task.failing" | "task.overdue" | "task.recovered")[];
-            /** @description Replaces the filter; null: every event. */
-            filter?: {
-                /** @example reports */
-                group?: string;
-                /** @example nightly-report */
-                periodicTaskId?: string;
-                /** @example thumbnail */
-                type?: string;
-            } | null;
-            /** @description Rotates the secret: the one given, or null for a generated one (shown in this answer only). */
-            secret?: string | null;
-            /**
-             * @description Where deliveries are POSTed: an http or https URL.
-             * @example https://hooks.example/jobclock
-             */
-            url?: string;
         };
         /**
          * @example {
@@ -6036,6 +1873,3028 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listJobGroups: {
+        parameters: {
+            query?: {
+                /** @description nextCursor of the previous page. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobGroupList"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getJobGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                group: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobGroup"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateJobGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                group: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlowPolicyPatchInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobGroup"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    checkLiveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok";
+                    };
+                };
+            };
+        };
+    };
+    listJobs: {
+        parameters: {
+            query?: {
+                /** @description A JSON object (URL-encoded): jobs whose args contain it, as PostgreSQL's @>. */
+                argsContains?: string;
+                /** @description Only jobs created at or after this time. */
+                createdAfter?: string;
+                /** @description Only jobs created before this time. */
+                createdBefore?: string;
+                /** @description nextCursor of the previous page. */
+                cursor?: string;
+                group?: string;
+                limit?: number;
+                periodicTaskId?: string;
+                /** @description Case-insensitive text searched in args, subject and error. */
+                q?: string;
+                state?: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+                type?: string;
+                worker?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobList"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateJobInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchJobInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listJobEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobEvents"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    explainJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobExplanation"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    reportJobFailed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FailedInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    reportJobFinished: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FinishedInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    heartbeatJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeartbeatResponse"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    releaseJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReleaseInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createJobBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `return=minimal` (RFC 7240): answer only the ids of the created jobs, in the order given (a bulk load has no use for 1000 jobs echoed back); `Preference-Applied` says so. */
+                prefer?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateJobBatchInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobBatch"] | components["schemas"]["JobBatchMinimal"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkActionInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionResult"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    leaseJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LeaseRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeaseResponse"];
+                };
+            };
+            /** @description Nothing runnable within wait */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    reportJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportsInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportsResponse"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkActionInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionResult"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics in the Prometheus text exposition format */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listPeriodicTasks: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                enabled?: "true" | "false";
+                /** @description Only tasks whose health.status is this */
+                health?: "ok" | "failing" | "overdue" | "disabled";
+                limit?: number;
+                owner?: string;
+                /** @description Also the newest `runs` entries of each task’s run ledger, as `recentRuns` (a dashboard’s strips) */
+                runs?: number;
+                task?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["PeriodicTask"][];
+                        /** @description Pass as `cursor` for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createPeriodicTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PeriodicTaskCreateInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeriodicTask"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deletePeriodicTasksOfOwner: {
+        parameters: {
+            query: {
+                /** @description Required: deletes every task of this owner */
+                owner: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deleted: number;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getPeriodicTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeriodicTask"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deletePeriodicTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updatePeriodicTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PeriodicTaskPatchInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PeriodicTask"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    backfillPeriodicTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackfillInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackfillResult"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listPeriodicTaskRuns: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                /** @description The oldest slot listed (inclusive); default: the task’s first */
+                from?: string;
+                limit?: number;
+                /** @description The newest slot listed (inclusive); default and at most: now */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskRunPage"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    triggerPeriodicTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    checkReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ready";
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    previewSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SchedulePreviewRequestInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SchedulePreview"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getThroughput: {
+        parameters: {
+            query?: {
+                minutes?: number;
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Throughput"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listJobTypes: {
+        parameters: {
+            query?: {
+                /** @description nextCursor of the previous page. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobTypeList"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getJobType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                type: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobType"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateJobType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                type: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlowPolicyPatchInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobType"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: {

@@ -1,6 +1,6 @@
 """A jobclock worker for Python: long-poll, heartbeat, cancel, state, batched reports, clean stop.
 
-Standard library only (Python 3.9+). One file: copy it next to your code or put it on the path.
+Standard library only (Python 3.9+): `pip install ./clients/python` (the package jobclock_worker).
 
     from jobclock_worker import Worker, RetryLater
 
@@ -17,8 +17,9 @@ How it works:
 - One thread long-polls ``POST /jobs/next`` with ``wait`` for the handlers' types only and leases
   at most as many jobs as it has free slots (``concurrency``). A slot frees when its handler
   returns; leasing pauses while 1000 reports wait to be accepted.
-- Each leased job runs its handler ``handler(job, ctx)`` on a thread of its own (a daemon thread:
-  a handler that never returns does not keep the process alive after ``stop()``).
+- Each leased job runs its handler ``handler(job, ctx)`` on a handler thread, kept for the next
+  job once it returns, never more of them than jobs running at once (daemon threads: a handler that
+  never returns does not keep the process alive after ``stop()``).
 - One heartbeat thread finds the jobs due a heartbeat, at about a third of each one's lease, and
   beats them on a few threads (``heartbeat_threads``), sending the latest ``ctx.progress(...)``
   and ``ctx.save_state(...)``. It sets ``ctx.cancelled`` when a heartbeat
@@ -55,6 +56,7 @@ import json
 import logging
 import math
 import os
+import queue
 import random
 import re
 import signal
@@ -69,7 +71,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-__all__ = ["Worker", "JobContext", "Result", "RetryLater", "parse_duration"]
+__all__ = ["Worker", "JobContext", "Result", "RetryLater", "FinalFailure", "Job", "Handler", "Duration", "parse_duration", "format_duration"]
 
 log = logging.getLogger("jobclock_worker")
 
@@ -118,6 +120,17 @@ class RetryLater(Exception):
         super().__init__(message)
         self.retry_in = format_duration(parse_duration(retry_in)) if not isinstance(retry_in, str) else retry_in
         parse_duration(self.retry_in)  # reject a bad duration here, not at the server
+        self.message = message
+
+
+class FinalFailure(Exception):
+    """Raise it from a handler when retrying cannot help (bad arguments, say): the job is reported
+    failed for good (``final: true``), whatever attempts remain. A server from before final
+    failures gets a plain failure instead (retried while attempts remain).
+    """
+
+    def __init__(self, message: str = "failed for good") -> None:
+        super().__init__(message)
         self.message = message
 
 
@@ -212,7 +225,8 @@ class Worker:
         worker_id: the name the server records on each job (default ``<host>-<pid>-<random>``).
         wait: how long one long-poll waits for a job (at most 60 s).
         groups: lease only jobs of these groups (default all).
-        report_linger: how long the reporter waits to gather more reports into one request.
+        report_linger: how long the reporter waits to gather more reports into one request (it
+            sends at once when no handler is left running).
         max_backoff: the cap, in seconds, of the backoff after a 503 or a connection error.
         request_timeout: timeout in seconds of a request other than the long-poll.
         heartbeat_threads: how many heartbeats may be on their way at once (default 4).
@@ -264,6 +278,7 @@ class Worker:
         self._reserved = 0  # slots promised to the jobs a report batch on its way asks for
         self._polling = 0  # the limit of the long-poll on its way
         self._next_on_reports = True  # False once a server refused ``next`` (older than it)
+        self._final_on_reports = True  # False once a server refused ``final`` (older than it)
         self._releases: List[JobContext] = []
         self._stopping = threading.Event()
         self._stopped = threading.Event()
@@ -272,6 +287,10 @@ class Worker:
         self._poll_conn: Optional[http.client.HTTPConnection] = None
         self._poll_lock = threading.Lock()
         self._stats_lock = threading.Lock()
+        self._handoff: "queue.SimpleQueue[Optional[JobContext]]" = queue.SimpleQueue()
+        self._pool_lock = threading.Lock()
+        self._pool_size = 0  # handler threads started
+        self._pool_idle = 0  # of them, waiting for a job
         self.stats = {"leased": 0, "finished": 0, "failed": 0, "given_back": 0, "lost": 0}
 
     # ------------------------------------------------------------------ life cycle
@@ -304,8 +323,8 @@ class Worker:
             while not self._stopped.wait(0.2):
                 pass
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def stop(self, timeout: float = 25.0) -> None:
         """Stop leasing, wait up to ``timeout`` s for running handlers, give back the rest, send all reports.
@@ -351,6 +370,10 @@ class Worker:
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(timeout=2.0)
+        with self._pool_lock:  # the idle handler threads end; busy ones are daemon threads
+            for _ in range(self._pool_idle):
+                self._handoff.put(None)
+            self._pool_idle = 0
         self.log.info("worker %s stopped: %s", self.worker_id, self.stats)
 
     @property
@@ -491,8 +514,35 @@ class Worker:
                 self._queue_release(ctx)
                 return
             self._running += 1
-        t = threading.Thread(target=self._run_handler, args=(ctx,), name=f"jobclock-job-{ctx.id}", daemon=True)
-        t.start()
+        self._dispatch(ctx)
+
+    def _dispatch(self, ctx: JobContext) -> None:
+        """Hands a job to an idle handler thread, or to a new one when none is idle.
+
+        Handler threads are kept for the next jobs rather than started per job (a thread's start
+        cost more than a no-op job); they are daemon threads, so a handler that never returns
+        does not keep the process alive after ``stop()``. There are never more of them than jobs
+        running at once.
+        """
+        with self._pool_lock:
+            start = self._pool_idle == 0
+            if not start:
+                self._pool_idle -= 1
+            else:
+                self._pool_size += 1
+                name = f"jobclock-handler-{self._pool_size}"
+        self._handoff.put(ctx)
+        if start:
+            threading.Thread(target=self._handler_thread, name=name, daemon=True).start()
+
+    def _handler_thread(self) -> None:
+        while True:
+            ctx = self._handoff.get()
+            if ctx is None:
+                return
+            self._run_handler(ctx)
+            with self._pool_lock:
+                self._pool_idle += 1
 
     def _run_handler(self, ctx: JobContext) -> None:
         job = ctx.job
@@ -516,6 +566,11 @@ class Worker:
         except RetryLater as e:
             report = {"outcome": "failed", "error": {"message": e.message, "type": "RetryLater"}, "retryIn": e.retry_in}
             self.log.info("job %s (%s) asks to be retried in %s: %s", ctx.id, job.get("type"), e.retry_in, e.message)
+        except FinalFailure as e:
+            report = {"outcome": "failed", "error": {"message": e.message, "type": "FinalFailure"}}
+            if self._final_on_reports:
+                report["final"] = True
+            self.log.warning("job %s (%s) failed for good: %s", ctx.id, job.get("type"), e.message)
         except Exception as e:
             report = {"outcome": "failed", "error": {"message": str(e) or type(e).__name__, "type": type(e).__name__}}
             self.log.warning("job %s (%s) failed: %s: %s", ctx.id, job.get("type"), type(e).__name__, e)
@@ -652,7 +707,16 @@ class Worker:
                     self._cond.notify_all()
                 continue
             if self.report_linger > 0 and not self._stopping.is_set():
-                time.sleep(self.report_linger)
+                # gather the reports of the handlers still running, but no longer than that: when
+                # none is left running nothing else can join, and the batch (which leases the next
+                # jobs) goes at once
+                linger_end = time.monotonic() + self.report_linger
+                with self._cond:
+                    while self._running > 0 and len(self._reports) < _MAX_REPORT_BATCH and not self._stopping.is_set():
+                        left = linger_end - time.monotonic()
+                        if left <= 0:
+                            break
+                        self._cond.wait(left)
             with self._cond:
                 batch = self._reports[:_MAX_REPORT_BATCH]
                 del self._reports[: len(batch)]
@@ -697,6 +761,11 @@ class Worker:
             if self.groups:
                 body["next"]["groups"] = self.groups
         status, payload = self._request("/jobs/reports", body)
+        if status == 400 and any("final" in r for _, r in batch) and _refuses_final(payload):
+            self.log.info("jobclock does not take final on reports (an older server): final failures are reported as failures")
+            self._final_on_reports = False
+            self._send_reports([(c, {k: v for k, v in r.items() if k != "final"}) for c, r in batch], reserve)
+            return
         if status == 400 and reserve > 0 and _refuses_next(payload):
             self.log.info("jobclock does not take next on reports (an older server): leasing by long-poll only")
             with self._cond:
@@ -752,7 +821,7 @@ class _Backoff:
 
     def next(self) -> float:
         self.attempt += 1
-        return random.uniform(0.5, 1.0) * min(self.cap, 0.1 * 2 ** min(self.attempt, 20))
+        return random.uniform(0.5, 1.0) * min(self.cap, 0.1 * 2.0 ** min(self.attempt, 20))
 
     def reset(self) -> None:
         self.attempt = 0
@@ -765,6 +834,14 @@ def _json_of(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return {"detail": raw[:200].decode("utf-8", "replace")}
+
+
+def _refuses_final(payload: Any) -> bool:
+    """A 400 that names a report's ``final`` (its path, or ``"final"`` as the unrecognised key)."""
+    errors = payload.get("errors") if isinstance(payload, dict) else None
+    return isinstance(errors, list) and any(
+        isinstance(e, dict) and (str(e.get("path", "")).endswith("/final") or '"final"' in str(e.get("message", ""))) for e in errors
+    )
 
 
 def _refuses_next(payload: Any) -> bool:

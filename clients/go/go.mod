@@ -1,0 +1,3 @@
+module github.com/jobclock/jobclock/clients/go
+
+go 1.19

@@ -1,0 +1,135 @@
+/**
+ * The per-instance state where concurrent requests of the job routes meet: the group committers of
+ * inserts and reports (one statement and one commit for many requests), the lease combiner (one
+ * claim for many workers' asks) and the long-poll waiters (one wake-up fan-out for every waiting
+ * worker, fed by the instance's one LISTEN connection). Each exists once per instance: the point of
+ * each is that requests share it. createServices (index.ts) builds it once and hands it to the
+ * services that use it.
+ */
+import { retryOnDeadlock } from '../db/database.js';
+import { CHANNELS } from '../db/notifications.js';
+import type { Job } from '../domain/job.js';
+import {
+  jobEarliestFutureRunAt,
+  jobInsert,
+  type JobInsertRow,
+  jobInsertMany,
+  jobLease,
+  jobReport,
+  type LeaseResult,
+  type LeaseSlot,
+  type ReportInput,
+  type ReportResult,
+} from '../repositories/jobs.js';
+import { BatchCommitter } from './batch-committer.js';
+import type { ServiceContext } from './context.js';
+import { JobWaiters } from './job-waiters.js';
+import { LeaseCombiner, type LeaseFilter } from './lease-combiner.js';
+
+export interface JobPipelines {
+  /** Jobs created by concurrent single requests, inserted together. */
+  readonly inserter: BatchCommitter<JobInsertRow, Job | null>;
+  /** Finished/failed reports of concurrent single requests, committed together. */
+  readonly completer: BatchCommitter<ReportInput, ReportResult>;
+  /** Lease requests of concurrent workers, claimed together. */
+  readonly leaser: LeaseCombiner;
+  /** Waiting long-polls, woken by the jobs channel's notifications. */
+  readonly waiters: JobWaiters;
+}
+
+/** Builds the instance's pipelines; call it once per instance (createServices does). */
+export function createJobPipelines(ctx: ServiceContext): JobPipelines {
+  const waiters = new JobWaiters({
+    clock: ctx.clock,
+    logger: ctx.logger,
+    earliest: (now) => jobEarliestFutureRunAt(ctx.db, now),
+  });
+  ctx.notifications.subscribe(CHANNELS.jobs, (payload) => waiters.notify(payload));
+  return {
+    waiters,
+    // Asks of 100 jobs or more are claimed on their own (see CombinerOptions.soloLimit).
+    leaser: new LeaseCombiner((filter, slots) => claimJobs(ctx, filter, slots), {
+      maxSlots: 500,
+      maxInFlight: 2,
+      maxRounds: 20,
+      soloLimit: 100,
+    }),
+    completer: new BatchCommitter<ReportInput, ReportResult>(
+      (inputs) => writeReports(ctx, inputs),
+      { maxBatch: 1000, maxInFlight: 2 },
+      ctx.logger,
+    ),
+    inserter: new BatchCommitter<JobInsertRow, Job | null>(
+      (rows) => {
+        const now = ctx.clock.now();
+        return rows.length === 1 ? jobInsert(ctx.db, rows[0]!, now).then((j) => [j]) : jobInsertMany(ctx.db, rows, now);
+      },
+      { maxBatch: 1000, maxInFlight: 2 },
+      ctx.logger,
+    ),
+  };
+}
+
+/** One claim statement (for the LeaseCombiner), retried on a deadlock, logged. */
+async function claimJobs(ctx: ServiceContext, filter: LeaseFilter, slots: LeaseSlot[]): Promise<LeaseResult> {
+  // two claims (or a claim and the scheduler) may lock the same task rows in another order
+  const r = await retryOnDeadlock(() => jobLease(ctx.db, { now: ctx.clock.now(), types: filter.types, groups: filter.groups, slots }));
+  logLease(ctx, r);
+  return r;
+}
+
+/** Applies reports in one statement, then logs and counts them. */
+export async function writeReports(ctx: ServiceContext, inputs: ReportInput[], withJobs = true): Promise<ReportResult[]> {
+  const results = await jobReport(ctx.db, inputs, ctx.clock.now(), { jobs: withJobs });
+  reported(ctx, inputs, results);
+  return results;
+}
+
+/** Logs a claim's leases and drops, and counts the drops of periodic tasks' slots. */
+export function logLease(ctx: ServiceContext, r: LeaseResult): void {
+  const log = ctx.logger;
+  for (const d of r.dropped) {
+    log.info({ jobId: d.id, taskId: d.taskId, error: d.error }, 'job dropped at lease: it would begin too early');
+    if (d.taskId !== null) ctx.metrics?.periodicSlots('dropped');
+  }
+  if (log.isLevelEnabled('debug')) {
+    for (const j of r.leased) {
+      log.debug(
+        { jobId: j.id, taskId: j.periodicTaskId ?? undefined, worker: j.worker, attempt: j.attempts, leaseExpiresAt: j.leaseExpiresAt },
+        'job leased',
+      );
+    }
+  }
+}
+
+/** Logs and counts reports once they are committed. */
+export function reported(ctx: ServiceContext, inputs: readonly ReportInput[], results: readonly ReportResult[]): void {
+  logReports(ctx, inputs, results);
+  const metrics = ctx.metrics;
+  if (metrics) {
+    for (const r of results) {
+      if (r.verdict !== 'applied' || r.type === null) continue;
+      const state = r.currentState;
+      if (state === 'finished' || state === 'failed') {
+        metrics.jobCompleted(r.type, state);
+        if (r.taskId !== null) metrics.periodicSlots(state);
+      } else if (state === 'queued') metrics.jobCompleted(r.type, 'requeued');
+    }
+  }
+}
+
+function logReports(ctx: ServiceContext, inputs: readonly ReportInput[], results: readonly ReportResult[]): void {
+  const log = ctx.logger;
+  const debug = log.isLevelEnabled('debug');
+  results.forEach((res, i) => {
+    const state = res.currentState;
+    if (res.verdict === 'not-found' || res.verdict === 'lease-lost') {
+      log.info({ jobId: res.id, outcome: inputs[i]!.outcome, verdict: res.verdict, state }, 'report refused');
+    } else if (state === 'failed') {
+      log.info({ jobId: res.id, taskId: res.taskId ?? undefined, attempts: res.attempts ?? undefined }, 'job failed');
+    } else if (debug) {
+      const msg = state === 'queued' ? 'job failed; queued again' : `job reported ${inputs[i]!.outcome}`;
+      log.debug({ jobId: res.id, taskId: res.taskId ?? undefined, state, runAt: res.job?.runAt }, msg);
+    }
+  });
+}
