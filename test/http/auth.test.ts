@@ -33,7 +33,6 @@ const MATRIX: [Method, string, Role[]][] = [
   ['delete', '/periodic-tasks?owner=x', ['admin']],
   ['post', '/periodic-tasks/t1/trigger', ['admin']],
   ['post', '/periodic-tasks/t1/backfill', ['admin']],
-  ['get', '/periodic-tasks/t1/runs', ['admin', 'reader']],
   ['post', '/jobs', ['admin', 'producer']],
   ['post', '/jobs/batch', ['admin', 'producer']],
   ['get', '/jobs', ALL],
