@@ -12,6 +12,7 @@ import { LeaseReaper } from './scheduler/lease-reaper.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from './scheduler/retention-cleaner.js';
 import { SearchIndexFlusher } from './scheduler/search-flusher.js';
+import { PlanRefresher } from './scheduler/plan-refresher.js';
 import type { ServiceContext } from './services/context.js';
 import { createServices } from './services/index.js';
 
@@ -48,6 +49,7 @@ async function main(): Promise<void> {
   const scheduler = config.scheduler ? new PeriodicScheduler(ctx) : null;
   const reaper = new LeaseReaper(ctx);
   const cleaner = new RetentionCleaner(ctx);
+  const plans = new PlanRefresher(ctx);
   const flusher = config.searchFlushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: config.searchFlushMs });
 
   let stopping = false;
@@ -63,7 +65,7 @@ async function main(): Promise<void> {
     force.unref();
     try {
       services.workers.shutdown(); // stop leasing; waiting long-polls answer 204 now
-      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), flusher?.stop()]); // the scheduler unmarks what this instance marked
+      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), plans.stop(), flusher?.stop()]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
       await notifications.stop();
       await runtime.close();
@@ -88,6 +90,7 @@ async function main(): Promise<void> {
   scheduler?.start();
   reaper.start();
   cleaner.start();
+  plans.start();
   flusher?.start();
 }
 
