@@ -650,6 +650,7 @@ function pgBoss12Processing(key: string, how: 'fetch' | 'work'): Unit {
             warmupJobs(ctx),
           );
         }
+        if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
         const completed = await pgBoss12Completed(db);
         if (completed < t.warmup + t.done) throw new Error(`pg-boss 12: ${t.warmup + t.done} processed, ${completed} in state completed`);
         return timedRate(t, n);
