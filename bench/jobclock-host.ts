@@ -25,6 +25,7 @@ import { LeaseReaper } from '../src/scheduler/lease-reaper.js';
 import { PeriodicScheduler } from '../src/scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from '../src/scheduler/retention-cleaner.js';
 import { SearchIndexFlusher } from '../src/scheduler/search-flusher.js';
+import { PlanRefresher } from '../src/scheduler/plan-refresher.js';
 import { loadConfig } from '../src/config.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { createServices, type Services } from '../src/services/index.js';
@@ -66,6 +67,7 @@ interface Instance {
   cleaner: RetentionCleaner | null;
   deliveries: DeliveryEngine;
   flusher: SearchIndexFlusher | null;
+  plans: PlanRefresher | null;
 }
 
 let current: Instance | null = null;
@@ -139,7 +141,10 @@ async function open(args: OpenArgs): Promise<{ port: number; tid: number | null 
   // as in main.ts: idle unless a webhook is subscribed
   const deliveries = new DeliveryEngine(ctx, { renderJob: jobDto });
   if (process.env.BENCH_DELIVERIES !== 'off') deliveries.start(); // off: diagnosis only (the triggers' cost alone)
-  current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner, flusher, deliveries };
+  // as in main.ts; BENCH_PLAN_REFRESH=off leaves it out (diagnosis: the fresh rows without it)
+  const plans = /^(off|0|false|no)$/i.test(process.env.BENCH_PLAN_REFRESH ?? 'on') ? null : new PlanRefresher(ctx);
+  plans?.start();
+  current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner, flusher, plans, deliveries };
   if (profileDir) {
     profiler = new Session();
     profiler.connect();
@@ -162,7 +167,14 @@ async function close(): Promise<void> {
     await writeFile(file, JSON.stringify(profile));
   }
   inst.services.workers.shutdown();
-  await Promise.all([inst.scheduler?.stop(), inst.reaper.stop(), inst.cleaner?.stop(), inst.flusher?.stop(), inst.deliveries.stop()]);
+  await Promise.all([
+    inst.scheduler?.stop(),
+    inst.reaper.stop(),
+    inst.cleaner?.stop(),
+    inst.flusher?.stop(),
+    inst.plans?.stop(),
+    inst.deliveries.stop(),
+  ]);
   await inst.app.close();
   await inst.notifications.stop();
   await inst.db.destroy();

@@ -14,6 +14,7 @@ import { LeaseReaper } from './scheduler/lease-reaper.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from './scheduler/retention-cleaner.js';
 import { SearchIndexFlusher } from './scheduler/search-flusher.js';
+import { PlanRefresher } from './scheduler/plan-refresher.js';
 import type { ServiceContext } from './services/context.js';
 import { createServices } from './services/index.js';
 
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
   const reaper = new LeaseReaper(ctx);
   const cleaner = new RetentionCleaner(ctx);
   const deliveries = new DeliveryEngine(ctx, { renderJob: jobDto });
+  const plans = new PlanRefresher(ctx);
   const flusher = config.searchFlushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: config.searchFlushMs });
 
   let stopping = false;
@@ -67,7 +69,7 @@ async function main(): Promise<void> {
     force.unref();
     try {
       services.workers.shutdown(); // stop leasing; waiting long-polls answer 204 now
-      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), flusher?.stop(), deliveries.stop()]); // the scheduler unmarks what this instance marked
+      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), plans.stop(), flusher?.stop(), deliveries.stop()]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
       await notifications.stop();
       await runtime.close();
@@ -92,6 +94,7 @@ async function main(): Promise<void> {
   scheduler?.start();
   reaper.start();
   cleaner.start();
+  plans.start();
   flusher?.start();
   deliveries.start();
 }

@@ -130,6 +130,13 @@ interface QueueShape {
   webhooks?: number;
   /** Sample the running count every 10 ms through the timed phase: it must never pass the limit. */
   sampleRunning?: boolean;
+  /**
+   * The case found from outside (issue 30): a fresh database whose job table was never analyzed
+   * (autovacuum off on it, as where analyze is off or has not come yet), on which the instance
+   * first processes FRESH_WARM jobs, and which then grows by FRESH_HISTORY final jobs and the
+   * queue (freshWarmThenGrow). `analyze`: ANALYZE job once grown, the row to compare with.
+   */
+  fresh?: { analyze: boolean };
   /** With history: leave the template's periodic tasks idle (due in a day) instead of coming due. */
   tasksIdle?: boolean;
   /**
@@ -357,11 +364,13 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
     guardMs: (ctx) => (shape.steady ? shape.steady.timeboxMs(ctx) : processingTimeboxMs(ctx)) + 60_000,
     async run(ctx) {
       const queue = shape.steady ? shape.steady.queue(ctx) : ctx.templates.jobs;
-      const template = shape.history
-        ? ctx.templates.jobclockHistory(shape.history(ctx), queue)
-        : shape.expired
-          ? ctx.templates.jobclockExpired(shape.expired(ctx), queue)
-          : ctx.templates.jobclockJobs(shape.groups, queue);
+      const template = shape.fresh
+        ? ctx.templates.jobclockNeverAnalyzed()
+        : shape.history
+          ? ctx.templates.jobclockHistory(shape.history(ctx), queue)
+          : shape.expired
+            ? ctx.templates.jobclockExpired(shape.expired(ctx), queue)
+            : ctx.templates.jobclockJobs(shape.groups, queue);
       const db = await ctx.server.createDatabase(await template);
       let leaser: HttpClient | null = null;
       let reporter: HttpClient | null = null;
@@ -385,8 +394,10 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
           // window would hold the vacuum of this set-up instead of the steady load
           await db.exec('vacuum periodic_task');
         }
+        if (shape.fresh) await db.exec(`alter table job set (autovacuum_enabled = false)`);
         const base = await ctx.host.open({ url: db.url, schedulerLoop: true, retention: shape.expired !== undefined });
-        await db.settle();
+        if (shape.fresh) await freshWarmThenGrow(ctx, db, base, queue, shape.fresh.analyze);
+        else await db.settle();
         if (shape.policy) await setNoopPolicy(base, shape.policy);
         if (shape.webhooks) hooks = await startHooks(base, shape.webhooks);
         leaser = new HttpClient(base, tokenOf('worker'), leaseLoops);
@@ -529,6 +540,68 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
   };
 }
 
+/** Jobs the instance processes on the empty table before it grows (fresh rows). */
+export const FRESH_WARM = (ctx: BenchContext) => scaled(ctx, 2_000, 200);
+/** Final jobs the fresh rows' table then grows by, beside the queue: 62,000 rows in all. */
+export const FRESH_HISTORY = (ctx: BenchContext) => scaled(ctx, 40_000, 400);
+
+/**
+ * The fresh rows' set-up: FRESH_WARM jobs through the API on the empty table (POST /jobs/batch,
+ * leases of 100, one POST /jobs/{id}/finished per job over 48 connections: every protocol
+ * connection prepares its statements then), then FRESH_HISTORY final jobs and `queue` queued ones
+ * inserted as plain rows; with `analyze`, ANALYZE job; a checkpoint, written out, before timing.
+ */
+async function freshWarmThenGrow(
+  ctx: BenchContext,
+  db: { exec(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>; written(): Promise<number> },
+  base: string,
+  queue: number,
+  analyze: boolean,
+): Promise<void> {
+  const warm = FRESH_WARM(ctx);
+  const producer = new HttpClient(base, tokenOf('producer'), 1);
+  const worker = new HttpClient(base, tokenOf('worker'), 48);
+  try {
+    for (let done = 0; done < warm; done += 1_000) {
+      // another type than the queue's, so that the finished count of checkedRate is the queue's alone
+      const jobs = Array.from({ length: Math.min(1_000, warm - done) }, (_, k) => ({ type: 'warm', args: { n: done + k } }));
+      const res = await producer.post('/jobs/batch', { jobs }, undefined, { prefer: 'return=minimal' });
+      if (res.status !== 201) throw unexpected('POST /jobs/batch', res);
+    }
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, i) => {
+        for (;;) {
+          const jobs = await lease(worker, `bench-fresh-${i}`, 100, {});
+          if (jobs.length === 0) return;
+          await Promise.all(
+            jobs.map(async (j) => {
+              const res = await worker.post(`/jobs/${encodeURIComponent(j.id)}/finished`, { leaseToken: j.leaseToken });
+              if (res.status !== 200) throw unexpected('POST /jobs/{id}/finished', res);
+            }),
+          );
+        }
+      }),
+    );
+  } finally {
+    producer.close();
+    worker.close();
+  }
+  await db.exec(
+    `insert into job (type, group_, args, run_at, state, attempts, started_at, finished_at, worker, updated_at)
+     select 'history', 'default', jsonb_build_object('n', g), now() - interval '1 hour', 'finished', 1,
+            now() - interval '1 hour', now() - interval '59 minutes', 'history', now() - interval '59 minutes'
+     from generate_series(1, $1::int) g`,
+    [FRESH_HISTORY(ctx)],
+  );
+  await db.exec(
+    `insert into job (type, group_, args, run_at) select 'noop', 'default', jsonb_build_object('n', g), now() from generate_series(1, $1::int) g`,
+    [queue],
+  );
+  if (analyze) await db.exec('analyze job');
+  await ctx.server.admin((a) => a.query('checkpoint'));
+  await db.written();
+}
+
 /** The README's worker loop: types and wait together, limit 100, reports through /jobs/reports. */
 export const jobclockLoop = jobclockProcessing('b.loop', 'reports', { types: ['noop'], wait: '30s' });
 export const jobclockTypes = jobclockProcessing('b.types', 'reports', { types: ['noop'] });
@@ -537,6 +610,13 @@ export const jobclockReports = jobclockProcessing('b.reports', 'reports');
 export const jobclockPerJob = jobclockProcessing('b.perjob', 'per-job');
 /** The README loop with 3 webhooks subscribed to job.finished, delivered to a local receiver meanwhile. */
 export const jobclockHooks3 = jobclockProcessing('b.hooks3', 'reports', { types: ['noop'], wait: '30s' }, { webhooks: 3 });
+/**
+ * b.perjob on a fresh database that never analyzed its job table, warmed up with 2,000 jobs while
+ * empty and then grown to 62,000 rows (issue 30's case found from outside), and the same after an
+ * ANALYZE. **Target: b.fresh ≥ 0.9× b.freshanalyzed.**
+ */
+export const jobclockFresh = jobclockProcessing('b.fresh', 'per-job', {}, { fresh: { analyze: false } });
+export const jobclockFreshAnalyzed = jobclockProcessing('b.freshanalyzed', 'per-job', {}, { fresh: { analyze: true } });
 /** The README loop with the jobs spread over 100 groups that take turns. */
 export const jobclockGroups = jobclockProcessing('b.groups100', 'reports', { types: ['noop'], wait: '30s' }, { groups: 100 });
 /** The README loop under a concurrency limit that does not bind (4 workers × 100 < 1000). */
@@ -646,6 +726,7 @@ function pgBoss12Processing(key: string, how: 'fetch' | 'work'): Unit {
             warmupJobs(ctx),
           );
         }
+        if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
         const completed = await pgBoss12Completed(db);
         if (completed < t.warmup + t.done) throw new Error(`pg-boss 12: ${t.warmup + t.done} processed, ${completed} in state completed`);
         return timedRate(t, n);
