@@ -19,10 +19,13 @@ import { systemClock } from '../src/clock.js';
 import { createDb, type Db } from '../src/db/database.js';
 import { knownMigrations } from '../src/db/migrate.js';
 import { Notifications } from '../src/db/notifications.js';
+import { jobDto } from '../src/http/schemas/jobs.js';
+import { DeliveryEngine } from '../src/scheduler/delivery-engine.js';
 import { LeaseReaper } from '../src/scheduler/lease-reaper.js';
 import { PeriodicScheduler } from '../src/scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from '../src/scheduler/retention-cleaner.js';
 import { SearchIndexFlusher } from '../src/scheduler/search-flusher.js';
+import { PlanRefresher } from '../src/scheduler/plan-refresher.js';
 import { loadConfig } from '../src/config.js';
 import type { ServiceContext } from '../src/services/context.js';
 import { createServices, type Services } from '../src/services/index.js';
@@ -62,7 +65,9 @@ interface Instance {
   scheduler: PeriodicScheduler | null;
   reaper: LeaseReaper;
   cleaner: RetentionCleaner | null;
+  deliveries: DeliveryEngine;
   flusher: SearchIndexFlusher | null;
+  plans: PlanRefresher | null;
 }
 
 let current: Instance | null = null;
@@ -133,7 +138,13 @@ async function open(args: OpenArgs): Promise<{ port: number; tid: number | null 
   flusher?.start();
   const cleaner = args.retention ? new RetentionCleaner(ctx) : null;
   cleaner?.start();
-  current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner, flusher };
+  // as in main.ts: idle unless a webhook is subscribed
+  const deliveries = new DeliveryEngine(ctx, { renderJob: jobDto });
+  if (process.env.BENCH_DELIVERIES !== 'off') deliveries.start(); // off: diagnosis only (the triggers' cost alone)
+  // as in main.ts; BENCH_PLAN_REFRESH=off leaves it out (diagnosis: the fresh rows without it)
+  const plans = /^(off|0|false|no)$/i.test(process.env.BENCH_PLAN_REFRESH ?? 'on') ? null : new PlanRefresher(ctx);
+  plans?.start();
+  current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner, flusher, plans, deliveries };
   if (profileDir) {
     profiler = new Session();
     profiler.connect();
@@ -156,7 +167,14 @@ async function close(): Promise<void> {
     await writeFile(file, JSON.stringify(profile));
   }
   inst.services.workers.shutdown();
-  await Promise.all([inst.scheduler?.stop(), inst.reaper.stop(), inst.cleaner?.stop(), inst.flusher?.stop()]);
+  await Promise.all([
+    inst.scheduler?.stop(),
+    inst.reaper.stop(),
+    inst.cleaner?.stop(),
+    inst.flusher?.stop(),
+    inst.plans?.stop(),
+    inst.deliveries.stop(),
+  ]);
   await inst.app.close();
   await inst.notifications.stop();
   await inst.db.destroy();

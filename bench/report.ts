@@ -117,6 +117,23 @@ export function summarize(
   rate('b.runner', '(b) @jobclock/client Worker, no-op handlers, 4 runners × 100 slots', 'jobs/s', [
     { key: 'b.loop', label: 'README loop', min: 0.9 },
   ]);
+  rate('b.hooks3', '(b) jobclock: README loop with 3 webhooks subscribed to job.finished', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop', min: 0.8 },
+  ]);
+  {
+    // the deliveries the loop caused, sent to a local receiver that answers 204 at once
+    const perSec = spread(values(rounds, 'b.hooks3', (r) => r.extra?.deliveriesPerSec ?? Number.NaN));
+    const behind = spread(values(rounds, 'b.hooks3', (r) => r.extra?.deliveriesPendingAtLoopEnd ?? Number.NaN));
+    if (perSec && behind) {
+      rows.push({
+        measurement: '(b) … its webhook deliveries, until every one is delivered',
+        result: `${fmt(perSec.median)} deliveries/s; ${fmt(behind.median)} still pending when the loop ended`,
+        ratio: '',
+        target: '',
+        pass: '',
+      });
+    }
+  }
   rate('k.python.loop', '(k) Python: the README loop by hand (urllib), 4 threads, 1 process', 'jobs/s', [
     { key: 'b.loop', label: 'README loop' },
   ]);
@@ -307,6 +324,11 @@ export function summarize(
     { key: 'c.pgboss12', label: 'pg-boss 12', min: 0.5 },
     { key: 'c.graphile018', label: 'graphile 0.18' },
   ]);
+  rate('b.fresh', '(b) per-job /finished on a never-analyzed table, warmed up empty (2,000 jobs), grown to 62,000 rows', 'jobs/s', [
+    { key: 'b.freshanalyzed', label: 'same after ANALYZE', min: 0.9 },
+    { key: 'b.perjob', label: 'per-job' },
+  ]);
+  rate('b.freshanalyzed', '(b) the same with the grown table analyzed', 'jobs/s', [{ key: 'b.perjob', label: 'per-job' }]);
   rate('c.pgboss12', '(c) pg-boss 12: fetch 100 + complete(ids), 4 loops', 'jobs/s', [{ key: 'a.raw100', label: 'raw 100' }]);
   rate('c.pgboss12work', '(c) pg-boss 12: work() batchSize 100, localConcurrency 4, burst', 'jobs/s', [
     { key: 'c.pgboss12', label: 'fetch loop' },
@@ -486,6 +508,8 @@ const CPU_ROWS: [key: string, label: string][] = [
   ['b.wait', '(b) jobclock, wait alone'],
   ['b.reports', '(b) jobclock, neither'],
   ['b.perjob', '(b) jobclock: per-job /finished'],
+  ['b.fresh', '(b) per-job, never analyzed, grown'],
+  ['b.freshanalyzed', '(b) per-job, grown, analyzed'],
   ['c.pgboss12', '(c) pg-boss 12 fetch + complete'],
   ['c.pgboss12work', '(c) pg-boss 12 work()'],
   ['c.graphile018', '(c) graphile-worker 0.18'],

@@ -643,6 +643,91 @@ BEGIN
 END;
 $function$;
 
+CREATE OR REPLACE FUNCTION public.jobclock_webhook_job_events()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  k bigint;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM webhook WHERE events && '{job.finished,job.failed,job.dropped,job.cancelled}'::text[]) THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO webhook_delivery (webhook_id, event, subject, at, next_attempt_at, created_at)
+    SELECT w.id, e.event, n.id::text, n.finished_at, n.finished_at, n.finished_at
+      FROM jobclock_new n
+     CROSS JOIN LATERAL (SELECT 'job.' || n.state AS event) e
+      JOIN webhook w ON e.event = ANY (w.events)
+                    AND (w.filter_type IS NULL OR w.filter_type = n.type)
+                    AND (w.filter_group IS NULL OR w.filter_group = n.group_)
+                    AND (w.filter_task IS NULL OR w.filter_task = n.periodic_task_id)
+     WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled') AND n.finished_at = n.updated_at;
+  GET DIAGNOSTICS k = ROW_COUNT;
+  IF k > 0 THEN
+    PERFORM pg_notify('jobclock_deliveries', '');
+  END IF;
+  RETURN NULL;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_webhook_task(t periodic_task, status text)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT jsonb_build_object(
+    'id', t.id, 'type', t.task, 'group', t.group_, 'enabled', t.enabled,
+    'health', jsonb_build_object(
+      'status', status,
+      'consecutiveFailures', t.consecutive_failures,
+      'lastSuccessAt', to_char(t.last_success_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      'lastFailureAt', to_char(t.last_failure_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+    'overdueAt', to_char(t.overdue_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_webhook_task_event(t periodic_task, ev text, ev_status text, ev_at timestamp with time zone)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  k bigint;
+BEGIN
+  INSERT INTO webhook_delivery (webhook_id, event, subject, at, payload, next_attempt_at, created_at)
+    SELECT w.id, ev, t.id, ev_at, jobclock_webhook_task(t, ev_status), ev_at, ev_at
+      FROM webhook w
+     WHERE ev = ANY (w.events)
+       AND (w.filter_type IS NULL OR w.filter_type = t.task)
+       AND (w.filter_group IS NULL OR w.filter_group = t.group_)
+       AND (w.filter_task IS NULL OR w.filter_task = t.id);
+  GET DIAGNOSTICS k = ROW_COUNT;
+  IF k > 0 THEN
+    PERFORM pg_notify('jobclock_deliveries', '');
+  END IF;
+  RETURN k;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_webhook_task_events()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  success boolean := NEW.consecutive_failures = 0
+                     AND (OLD.consecutive_failures > 0 OR NEW.last_success_at IS DISTINCT FROM OLD.last_success_at);
+  was_overdue boolean := OLD.overdue_announced_at IS NOT NULL AND OLD.overdue_announced_at = OLD.overdue_at;
+BEGIN
+  IF success THEN
+    NEW.overdue_announced_at := NULL;
+    IF OLD.consecutive_failures > 0 OR was_overdue THEN
+      PERFORM jobclock_webhook_task_event(NEW, 'task.recovered', 'ok', coalesce(NEW.last_success_at, NEW.updated));
+    END IF;
+  ELSIF OLD.consecutive_failures = 0 AND NEW.consecutive_failures > 0 THEN
+    PERFORM jobclock_webhook_task_event(NEW, 'task.failing', 'failing', coalesce(NEW.last_failure_at, NEW.updated));
+  END IF;
+  RETURN NEW;
+END;
+$function$;
+
 -- Tables
 
 CREATE TABLE flow_policy (
@@ -786,8 +871,37 @@ CREATE TABLE periodic_task (
   last_success_at timestamp with time zone,
   last_failure_at timestamp with time zone,
   consecutive_failures integer DEFAULT 0 NOT NULL,
-  overdue_at timestamp with time zone
+  overdue_at timestamp with time zone,
+  overdue_announced_at timestamp with time zone
 );
+
+CREATE TABLE webhook (
+  id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+  url text NOT NULL,
+  events text[] NOT NULL,
+  filter_type text,
+  filter_group text,
+  filter_task text,
+  secret text NOT NULL,
+  created_at timestamp with time zone NOT NULL,
+  updated_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE webhook_delivery (
+  id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+  webhook_id bigint NOT NULL,
+  event text NOT NULL,
+  subject text NOT NULL,
+  at timestamp with time zone NOT NULL,
+  payload jsonb,
+  status text DEFAULT 'pending'::text NOT NULL,
+  attempts integer DEFAULT 0 NOT NULL,
+  next_attempt_at timestamp with time zone,
+  last_status_code integer,
+  last_error text,
+  created_at timestamp with time zone NOT NULL,
+  delivered_at timestamp with time zone
+) WITH (autovacuum_vacuum_scale_factor=0.05);
 
 CREATE TABLE job_search_default PARTITION OF job_search DEFAULT WITH (autovacuum_vacuum_insert_threshold=-1);
 
@@ -847,6 +961,12 @@ ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_owner_check CHECK ((
 ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_task_check CHECK (((length(task) >= 1) AND (length(task) <= 200)));
 ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_timebox_check CHECK ((timebox > 0));
 ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_tolerance_check CHECK ((tolerance >= 0));
+ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_events_check CHECK (((cardinality(events) > 0) AND (events <@ ARRAY['job.finished'::text, 'job.failed'::text, 'job.dropped'::text, 'job.cancelled'::text, 'task.failing'::text, 'task.overdue'::text, 'task.recovered'::text])));
+ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_url_check CHECK ((url ~* '^https?://'::text));
+ALTER TABLE ONLY webhook_delivery ADD CONSTRAINT webhook_delivery_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY webhook_delivery ADD CONSTRAINT webhook_delivery_check CHECK (((status = 'pending'::text) = (next_attempt_at IS NOT NULL)));
+ALTER TABLE ONLY webhook_delivery ADD CONSTRAINT webhook_delivery_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])));
 
 -- Indexes
 
@@ -878,8 +998,12 @@ CREATE INDEX periodic_task_due_idx ON public.periodic_task USING btree (nextrun)
 CREATE INDEX periodic_task_failing_idx ON public.periodic_task USING btree (id) WHERE (consecutive_failures > 0);
 CREATE INDEX periodic_task_marked_idx ON public.periodic_task USING btree (marked) WHERE (marked IS NOT NULL);
 CREATE INDEX periodic_task_overdue_idx ON public.periodic_task USING btree (overdue_at, id) WHERE (overdue_at IS NOT NULL);
+CREATE INDEX periodic_task_overdue_unannounced_idx ON public.periodic_task USING btree (overdue_at) WHERE ((overdue_at IS NOT NULL) AND (overdue_announced_at IS DISTINCT FROM overdue_at));
 CREATE INDEX periodic_task_owner_idx ON public.periodic_task USING btree (owner, id) WHERE (owner IS NOT NULL);
 CREATE INDEX periodic_task_task_idx ON public.periodic_task USING btree (task, id);
+CREATE INDEX webhook_delivery_done_idx ON public.webhook_delivery USING btree (created_at) WHERE (status <> 'pending'::text);
+CREATE INDEX webhook_delivery_due_idx ON public.webhook_delivery USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_delivery_webhook_idx ON public.webhook_delivery USING btree (webhook_id, id);
 
 -- Triggers
 
@@ -890,3 +1014,5 @@ CREATE TRIGGER job_search_on_delete AFTER DELETE ON public.job REFERENCING OLD T
 CREATE TRIGGER job_search_on_insert AFTER INSERT ON public.job FOR EACH ROW WHEN ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))) EXECUTE FUNCTION jobclock_search_on_insert();
 CREATE TRIGGER job_search_on_update AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_update();
 CREATE TRIGGER job_task_outcome AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN (((new.periodic_task_id IS NOT NULL) AND (new.state IS DISTINCT FROM old.state) AND (new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text])))) EXECUTE FUNCTION jobclock_task_outcome();
+CREATE TRIGGER job_webhook_events AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_webhook_job_events();
+CREATE TRIGGER periodic_task_webhook_events BEFORE UPDATE OF consecutive_failures, last_success_at ON public.periodic_task FOR EACH ROW WHEN (((new.consecutive_failures IS DISTINCT FROM old.consecutive_failures) OR (new.last_success_at IS DISTINCT FROM old.last_success_at))) EXECUTE FUNCTION jobclock_webhook_task_events();

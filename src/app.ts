@@ -94,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         { name: 'workers', description: 'The worker protocol: lease, heartbeat, report' },
         { name: 'operations', description: 'Metrics and throughput for operators' },
         { name: 'flow-control', description: 'Job types and groups: pause, concurrency, rate' },
+        { name: 'webhooks', description: 'Signed POSTs to your URLs when jobs end or periodic tasks fail, go silent or recover' },
       ],
     },
     transform: jsonSchemaTransform,

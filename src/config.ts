@@ -26,6 +26,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   /** How often the SearchIndexFlusher merges job_search's GIN pending lists; null: never (the reports that overflow a list merge it). */
   readonly searchFlushMs: number | null;
+  /** Encrypts stored webhook secrets when set (services/webhook-secrets.ts). */
+  readonly secretKey: string | undefined;
 }
 
 /** Raised when the environment is wrong; the message names each variable and what it expects. */
@@ -121,6 +123,7 @@ const envSchema = z.object({
   JOBCLOCK_RETENTION: duration(60_000).default(7 * 24 * 3600 * 1000),
   JOBCLOCK_SHUTDOWN_TIMEOUT: duration(1000).default(9000),
   JOBCLOCK_SEARCH_FLUSH: durationOrOff(100).default(null),
+  JOBCLOCK_SECRET_KEY: z.string().trim().min(32, 'expected at least 32 characters (e.g. openssl rand -base64 32)').optional(),
 });
 
 export const CONFIG_VARIABLES = Object.keys(envSchema.shape);
@@ -175,5 +178,6 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     retentionMs: e.JOBCLOCK_RETENTION,
     shutdownTimeoutMs: e.JOBCLOCK_SHUTDOWN_TIMEOUT,
     searchFlushMs: e.JOBCLOCK_SEARCH_FLUSH,
+    secretKey: e.JOBCLOCK_SECRET_KEY,
   });
 }

@@ -6,12 +6,15 @@ import { ConfigError, loadConfig } from './config.js';
 import { EmbeddedStartError } from './db/embedded.js';
 import { knownMigrations, MigrationChangedError } from './db/migrate.js';
 import { Notifications } from './db/notifications.js';
+import { jobDto } from './http/schemas/jobs.js';
 import { createLogger } from './logger.js';
 import { migrateWithRetry, openRuntime } from './runtime.js';
+import { DeliveryEngine } from './scheduler/delivery-engine.js';
 import { LeaseReaper } from './scheduler/lease-reaper.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from './scheduler/retention-cleaner.js';
 import { SearchIndexFlusher } from './scheduler/search-flusher.js';
+import { PlanRefresher } from './scheduler/plan-refresher.js';
 import type { ServiceContext } from './services/context.js';
 import { createServices } from './services/index.js';
 
@@ -42,12 +45,15 @@ async function main(): Promise<void> {
     notifications,
     instanceId,
     retentionMs: config.retentionMs,
+    secretKey: config.secretKey,
   };
   const services = createServices(ctx);
   const app = await buildApp({ config, db: runtime.db, logger, clock: systemClock, migrations: await knownMigrations(), services });
   const scheduler = config.scheduler ? new PeriodicScheduler(ctx) : null;
   const reaper = new LeaseReaper(ctx);
   const cleaner = new RetentionCleaner(ctx);
+  const deliveries = new DeliveryEngine(ctx, { renderJob: jobDto });
+  const plans = new PlanRefresher(ctx);
   const flusher = config.searchFlushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: config.searchFlushMs });
 
   let stopping = false;
@@ -63,7 +69,7 @@ async function main(): Promise<void> {
     force.unref();
     try {
       services.workers.shutdown(); // stop leasing; waiting long-polls answer 204 now
-      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), flusher?.stop()]); // the scheduler unmarks what this instance marked
+      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), plans.stop(), flusher?.stop(), deliveries.stop()]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
       await notifications.stop();
       await runtime.close();
@@ -88,7 +94,9 @@ async function main(): Promise<void> {
   scheduler?.start();
   reaper.start();
   cleaner.start();
+  plans.start();
   flusher?.start();
+  deliveries.start();
 }
 
 main().catch((err: unknown) => {

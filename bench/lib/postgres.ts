@@ -183,13 +183,15 @@ export class FreshDatabase {
    */
   /**
    * BENCH_STATEMENTS=1: the statements of this database that took the most time, from
-   * pg_stat_statements (calls, rows, mean and total execution time, plans), for profiling a row.
+   * pg_stat_statements (calls, rows, mean and total execution time, WAL bytes and shared buffer
+   * hits per call), for profiling a row.
    */
   async topStatements(limit = 8): Promise<string> {
     if (this.server.statementSource !== 'pg_stat_statements') return '(pg_stat_statements is not loaded)';
     return this.server.admin(async (c) => {
-      const { rows } = await c.query<{ calls: string; rows: string; mean: number; total: number; query: string }>(
+      const { rows } = await c.query<{ calls: string; rows: string; mean: number; total: number; wal: number; hit: number; query: string }>(
         `select calls::text, rows::text, mean_exec_time as mean, total_exec_time as total,
+                wal_bytes::float8 / greatest(calls, 1) as wal, shared_blks_hit::float8 / greatest(calls, 1) as hit,
                 regexp_replace(query, '\\s+', ' ', 'g') as query
            from pg_stat_statements where dbid = (select oid from pg_database where datname = $1)
           order by total_exec_time desc limit $2`,
@@ -198,7 +200,8 @@ export class FreshDatabase {
       return rows
         .map(
           (r) =>
-            `  ${r.total.toFixed(0).padStart(7)} ms ${r.calls.padStart(7)} calls ${r.rows.padStart(8)} rows ${r.mean.toFixed(3).padStart(8)} ms/call  ${r.query.slice(0, 110)}`,
+            `  ${r.total.toFixed(0).padStart(7)} ms ${r.calls.padStart(7)} calls ${r.rows.padStart(8)} rows ${r.mean.toFixed(3).padStart(8)} ms/call ` +
+            `${Math.round(r.wal).toString().padStart(8)} WAL B/call ${Math.round(r.hit).toString().padStart(6)} hits/call  ${r.query.slice(0, 110)}`,
         )
         .join('\n');
     });

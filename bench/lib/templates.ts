@@ -35,13 +35,13 @@ export class Templates {
     private readonly log: (message: string) => void,
   ) {}
 
-  private once(name: string, make: () => Promise<FreshDatabase>): Promise<string> {
+  private once(name: string, make: () => Promise<FreshDatabase>, settle = true): Promise<string> {
     let p = this.made.get(name);
     if (!p) {
       p = (async () => {
         const started = performance.now();
         const db = await make();
-        await db.settle(); // planner statistics travel with the copy
+        if (settle) await db.settle(); // planner statistics travel with the copy
         // A template may not have open connections when it is copied.
         await this.server.admin((c) =>
           c.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [db.name]),
@@ -66,6 +66,27 @@ export class Templates {
       }
       return db;
     });
+  }
+
+  /**
+   * jobclock's schema as a fresh deployment has it: migrated, no table ever analyzed
+   * (pg_class.reltuples = -1), as the first minutes of a new database, or one whose autovacuum is off.
+   */
+  jobclockNeverAnalyzed(): Promise<string> {
+    return this.once(
+      'jobclock+never-analyzed',
+      async () => {
+        const db = await this.server.createDatabase(undefined, 'tpl_jobclock_na');
+        const k = createDb({ url: db.url, poolSize: 1 });
+        try {
+          await migrateToLatest(k.kysely);
+        } finally {
+          await k.destroy();
+        }
+        return db;
+      },
+      false,
+    );
   }
 
   /**

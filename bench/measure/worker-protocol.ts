@@ -5,6 +5,7 @@
 import { Worker } from '../../clients/typescript/src/index.js';
 import { run as runGraphile018 } from 'graphile-worker-018';
 import { PgBoss as PgBoss12 } from 'pg-boss-12';
+import { spawn } from 'node:child_process';
 import type pg from 'pg';
 import { startCpuMeter } from '../lib/cpu.js';
 import {
@@ -121,8 +122,21 @@ interface QueueShape {
   history?: (ctx: BenchContext) => number;
   /** Final jobs past the retention behind the queue, deleted by the RetentionCleaner while the loop runs. */
   expired?: (ctx: BenchContext) => number;
+  /**
+   * This many webhooks subscribed to job.finished, all to one local receiver that answers 204 at
+   * once; the instance's DeliveryEngine sends them while the loop runs. Reports the deliveries a
+   * second from the start of the timed phase until every delivery is delivered.
+   */
+  webhooks?: number;
   /** Sample the running count every 10 ms through the timed phase: it must never pass the limit. */
   sampleRunning?: boolean;
+  /**
+   * The case found from outside (issue 30): a fresh database whose job table was never analyzed
+   * (autovacuum off on it, as where analyze is off or has not come yet), on which the instance
+   * first processes FRESH_WARM jobs, and which then grows by FRESH_HISTORY final jobs and the
+   * queue (freshWarmThenGrow). `analyze`: ANALYZE job once grown, the row to compare with.
+   */
+  fresh?: { analyze: boolean };
   /** With history: leave the template's periodic tasks idle (due in a day) instead of coming due. */
   tasksIdle?: boolean;
   /**
@@ -163,6 +177,52 @@ export async function checkedRate(
 }
 
 /** PATCH /types/noop with `policy`, as an admin. */
+/** The receiver's program: answers 204 at once, prints its port. */
+const RECEIVER = `
+const http = require('node:http');
+const server = http.createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(204).end()); });
+server.keepAliveTimeout = 60000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
+/**
+ * A receiver on 127.0.0.1 in a process of its own (as receivers are: not on the thread of the
+ * benchmark's workers), and `n` webhooks subscribed to job.finished on it.
+ */
+async function startHooks(base: string, n: number): Promise<{ close(): Promise<void> }> {
+  const child = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim())));
+  });
+  const url = `http://127.0.0.1:${port}/hook`;
+  const admin = new HttpClient(base, tokenOf('admin'), 1);
+  try {
+    for (let i = 0; i < n; i++) {
+      const res = await admin.request('POST', '/webhooks', { url, events: ['job.finished'] });
+      if (res.status !== 201) throw unexpected('POST /webhooks', res);
+    }
+  } finally {
+    admin.close();
+  }
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill();
+      }),
+  };
+}
+
+/** Delivered webhook deliveries, and those still pending. */
+async function deliveryCounts(db: { exec(text: string): Promise<{ rows: unknown[] }> }): Promise<{ delivered: number; pending: number }> {
+  const { rows } = await db.exec(
+    `select count(*) filter (where status = 'delivered')::int as delivered, count(*) filter (where status = 'pending')::int as pending
+       from webhook_delivery`,
+  );
+  return rows[0] as { delivered: number; pending: number };
+}
+
 async function setNoopPolicy(base: string, policy: Record<string, unknown>): Promise<void> {
   const admin = new HttpClient(base, tokenOf('admin'), 1);
   try {
@@ -304,14 +364,17 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
     guardMs: (ctx) => (shape.steady ? shape.steady.timeboxMs(ctx) : processingTimeboxMs(ctx)) + 60_000,
     async run(ctx) {
       const queue = shape.steady ? shape.steady.queue(ctx) : ctx.templates.jobs;
-      const template = shape.history
-        ? ctx.templates.jobclockHistory(shape.history(ctx), queue)
-        : shape.expired
-          ? ctx.templates.jobclockExpired(shape.expired(ctx), queue)
-          : ctx.templates.jobclockJobs(shape.groups, queue);
+      const template = shape.fresh
+        ? ctx.templates.jobclockNeverAnalyzed()
+        : shape.history
+          ? ctx.templates.jobclockHistory(shape.history(ctx), queue)
+          : shape.expired
+            ? ctx.templates.jobclockExpired(shape.expired(ctx), queue)
+            : ctx.templates.jobclockJobs(shape.groups, queue);
       const db = await ctx.server.createDatabase(await template);
       let leaser: HttpClient | null = null;
       let reporter: HttpClient | null = null;
+      let hooks: { close(): Promise<void> } | null = null;
       try {
         const n = queue;
         // the copy of the template is on disk before the loop starts, not written out during its window
@@ -331,9 +394,12 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
           // window would hold the vacuum of this set-up instead of the steady load
           await db.exec('vacuum periodic_task');
         }
+        if (shape.fresh) await db.exec(`alter table job set (autovacuum_enabled = false)`);
         const base = await ctx.host.open({ url: db.url, schedulerLoop: true, retention: shape.expired !== undefined });
-        await db.settle();
+        if (shape.fresh) await freshWarmThenGrow(ctx, db, base, queue, shape.fresh.analyze);
+        else await db.settle();
         if (shape.policy) await setNoopPolicy(base, shape.policy);
+        if (shape.webhooks) hooks = await startHooks(base, shape.webhooks);
         leaser = new HttpClient(base, tokenOf('worker'), leaseLoops);
         reporter = mode === 'per-job' ? new HttpClient(base, tokenOf('worker'), reportSockets) : leaser;
         const rep = reporter;
@@ -356,6 +422,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
             const leaseMs: number[] | null = steady ? [] : null;
             const windowStart = steady ? await dbNow(db) : null;
             const stopVacuumSampler = steady ? vacuumSampler(db) : null;
+            const deliveredAtStart = hooks && timed ? (await deliveryCounts(db)).delivered : null;
             const phaseStart = performance.now();
             const more = () => performance.now() < until.deadline && done < until.jobs && finished < n;
             const count = (k: number) => {
@@ -404,6 +471,23 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
               }),
             );
             if (stopSampling) sampled.value = await stopSampling();
+            if (deliveredAtStart !== null) {
+              // the loop is done: the deliveries it caused are sent on, then counted
+              const loopMs = performance.now() - phaseStart;
+              let c = await deliveryCounts(db);
+              const pendingAtLoopEnd = c.pending;
+              const draining = process.env.BENCH_DELIVERIES !== 'off'; // off: no engine runs (bench/jobclock-host.ts)
+              while (draining && c.pending > 0 && performance.now() - phaseStart < loopMs + 120_000) {
+                await sleep(50);
+                c = await deliveryCounts(db);
+              }
+              sampled.value = {
+                ...sampled.value,
+                deliveriesPerSec: ((c.delivered - deliveredAtStart) * 1000) / (performance.now() - phaseStart),
+                deliveriesPendingAtLoopEnd: pendingAtLoopEnd,
+                deliveriesPendingAfter: c.pending,
+              };
+            }
             if (vacuumAtStart !== null && leaseMs !== null && windowStart !== null) {
               // what autovacuum did on the job table during the timed window (PostgreSQL 18's counters),
               // the lease's latency, and the lateness of the periodic runs due in the window
@@ -449,10 +533,73 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
         leaser?.close();
         if (reporter !== leaser) reporter?.close();
         await ctx.host.close().catch(() => undefined);
+        await hooks?.close();
         await db.retire();
       }
     },
   };
+}
+
+/** Jobs the instance processes on the empty table before it grows (fresh rows). */
+export const FRESH_WARM = (ctx: BenchContext) => scaled(ctx, 2_000, 200);
+/** Final jobs the fresh rows' table then grows by, beside the queue: 62,000 rows in all. */
+export const FRESH_HISTORY = (ctx: BenchContext) => scaled(ctx, 40_000, 400);
+
+/**
+ * The fresh rows' set-up: FRESH_WARM jobs through the API on the empty table (POST /jobs/batch,
+ * leases of 100, one POST /jobs/{id}/finished per job over 48 connections: every protocol
+ * connection prepares its statements then), then FRESH_HISTORY final jobs and `queue` queued ones
+ * inserted as plain rows; with `analyze`, ANALYZE job; a checkpoint, written out, before timing.
+ */
+async function freshWarmThenGrow(
+  ctx: BenchContext,
+  db: { exec(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>; written(): Promise<number> },
+  base: string,
+  queue: number,
+  analyze: boolean,
+): Promise<void> {
+  const warm = FRESH_WARM(ctx);
+  const producer = new HttpClient(base, tokenOf('producer'), 1);
+  const worker = new HttpClient(base, tokenOf('worker'), 48);
+  try {
+    for (let done = 0; done < warm; done += 1_000) {
+      // another type than the queue's, so that the finished count of checkedRate is the queue's alone
+      const jobs = Array.from({ length: Math.min(1_000, warm - done) }, (_, k) => ({ type: 'warm', args: { n: done + k } }));
+      const res = await producer.post('/jobs/batch', { jobs }, undefined, { prefer: 'return=minimal' });
+      if (res.status !== 201) throw unexpected('POST /jobs/batch', res);
+    }
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, i) => {
+        for (;;) {
+          const jobs = await lease(worker, `bench-fresh-${i}`, 100, {});
+          if (jobs.length === 0) return;
+          await Promise.all(
+            jobs.map(async (j) => {
+              const res = await worker.post(`/jobs/${encodeURIComponent(j.id)}/finished`, { leaseToken: j.leaseToken });
+              if (res.status !== 200) throw unexpected('POST /jobs/{id}/finished', res);
+            }),
+          );
+        }
+      }),
+    );
+  } finally {
+    producer.close();
+    worker.close();
+  }
+  await db.exec(
+    `insert into job (type, group_, args, run_at, state, attempts, started_at, finished_at, worker, updated_at)
+     select 'history', 'default', jsonb_build_object('n', g), now() - interval '1 hour', 'finished', 1,
+            now() - interval '1 hour', now() - interval '59 minutes', 'history', now() - interval '59 minutes'
+     from generate_series(1, $1::int) g`,
+    [FRESH_HISTORY(ctx)],
+  );
+  await db.exec(
+    `insert into job (type, group_, args, run_at) select 'noop', 'default', jsonb_build_object('n', g), now() from generate_series(1, $1::int) g`,
+    [queue],
+  );
+  if (analyze) await db.exec('analyze job');
+  await ctx.server.admin((a) => a.query('checkpoint'));
+  await db.written();
 }
 
 /** The README's worker loop: types and wait together, limit 100, reports through /jobs/reports. */
@@ -461,6 +608,15 @@ export const jobclockTypes = jobclockProcessing('b.types', 'reports', { types: [
 export const jobclockWait = jobclockProcessing('b.wait', 'reports', { wait: '30s' });
 export const jobclockReports = jobclockProcessing('b.reports', 'reports');
 export const jobclockPerJob = jobclockProcessing('b.perjob', 'per-job');
+/** The README loop with 3 webhooks subscribed to job.finished, delivered to a local receiver meanwhile. */
+export const jobclockHooks3 = jobclockProcessing('b.hooks3', 'reports', { types: ['noop'], wait: '30s' }, { webhooks: 3 });
+/**
+ * b.perjob on a fresh database that never analyzed its job table, warmed up with 2,000 jobs while
+ * empty and then grown to 62,000 rows (issue 30's case found from outside), and the same after an
+ * ANALYZE. **Target: b.fresh ≥ 0.9× b.freshanalyzed.**
+ */
+export const jobclockFresh = jobclockProcessing('b.fresh', 'per-job', {}, { fresh: { analyze: false } });
+export const jobclockFreshAnalyzed = jobclockProcessing('b.freshanalyzed', 'per-job', {}, { fresh: { analyze: true } });
 /** The README loop with the jobs spread over 100 groups that take turns. */
 export const jobclockGroups = jobclockProcessing('b.groups100', 'reports', { types: ['noop'], wait: '30s' }, { groups: 100 });
 /** The README loop under a concurrency limit that does not bind (4 workers × 100 < 1000). */
@@ -570,6 +726,7 @@ function pgBoss12Processing(key: string, how: 'fetch' | 'work'): Unit {
             warmupJobs(ctx),
           );
         }
+        if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
         const completed = await pgBoss12Completed(db);
         if (completed < t.warmup + t.done) throw new Error(`pg-boss 12: ${t.warmup + t.done} processed, ${completed} in state completed`);
         return timedRate(t, n);

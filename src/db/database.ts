@@ -48,6 +48,12 @@ export interface Db extends Executor {
    * does not type-check there (the worker protocol's statements are all prepared ones).
    */
   protocolTransaction<T>(work: (tx: PreparedExecutor) => Promise<T>): Promise<T>;
+  /**
+   * Makes every connection of both pools plan its statements afresh: each sends DISCARD PLANS
+   * before its next statement (the connections in use, when they are next taken from the pool).
+   * The plans a connection keeps were made for the job table as it was then (see PlanRefresher).
+   */
+  replan(): void;
   readonly url: string;
   destroy(): Promise<void>;
 }
@@ -105,8 +111,22 @@ export function createDb(options: DbOptions): Db {
     if (destroyed) return; // the server going away during our own shutdown is expected
     options.logger?.warn({ err: { message: err.message, code: err.code } }, 'database connection lost; will reconnect');
   };
+  // replan(): a connection whose plans are older than the last call discards them before its next
+  // statement. pg queues a client's queries in order, so the DISCARD sent when the pool hands the
+  // client out runs before the caller's first statement; its failure is the caller's too.
+  let planEpoch = 0;
+  const plannedIn = new WeakMap<pg.ClientBase, number>();
+  const refresh = (client: pg.ClientBase) => {
+    if ((plannedIn.get(client) ?? planEpoch) === planEpoch) return;
+    plannedIn.set(client, planEpoch);
+    client.query('DISCARD PLANS').catch(() => undefined);
+  };
   for (const p of [pool, protocol]) {
-    p.on('connect', (client) => client.on('error', lost));
+    p.on('connect', (client) => {
+      client.on('error', lost);
+      plannedIn.set(client, planEpoch);
+    });
+    p.on('acquire', refresh);
     // the pool re-emits an idle client's error, which the client's own listener has logged
     p.on('error', () => undefined);
   }
@@ -145,6 +165,9 @@ export function createDb(options: DbOptions): Db {
       } finally {
         client.release(broken);
       }
+    },
+    replan() {
+      planEpoch++;
     },
     url: options.url,
     async destroy() {

@@ -141,4 +141,6 @@ export const CHANNELS = {
   jobs: 'jobclock_jobs',
   /** A periodic task was created or changed: the PeriodicScheduler re-reads the earliest nextrun. */
   tasks: 'jobclock_tasks',
+  /** Webhook deliveries were recorded: the DeliveryEngine claims them. Sent by the triggers of migration 0022. */
+  deliveries: 'jobclock_deliveries',
 } as const;

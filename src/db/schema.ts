@@ -33,6 +33,7 @@ export interface PeriodicTaskTable {
   last_failure_at: NullableTimestamp;
   consecutive_failures: Generated<number>;
   overdue_at: NullableTimestamp;
+  overdue_announced_at: NullableTimestamp;
   worker: string | null;
   marked: NullableTimestamp;
   nextrun: NullableTimestamp;
@@ -146,6 +147,36 @@ export interface FlowTokenTable {
   used_at: NullableTimestamp;
 }
 
+/** A webhook subscription (migration 0022); `secret` as stored: plain or encrypted. */
+export interface WebhookTable {
+  id: ColumnType<number | string, never, never>;
+  url: string;
+  events: string[];
+  filter_type: string | null;
+  filter_group: string | null;
+  filter_task: string | null;
+  secret: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** An event to deliver to a webhook: the outbox row, with its attempts. */
+export interface WebhookDeliveryTable {
+  id: ColumnType<number | string, never, never>;
+  webhook_id: number | string;
+  event: string;
+  subject: string;
+  at: Timestamp;
+  payload: Json;
+  status: Generated<'pending' | 'delivered' | 'failed'>;
+  attempts: Generated<number>;
+  next_attempt_at: NullableTimestamp;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Timestamp;
+  delivered_at: NullableTimestamp;
+}
+
 export interface KyselyMigrationTable {
   name: string;
   timestamp: string;
@@ -168,6 +199,8 @@ export interface Database {
   periodic_task: PeriodicTaskTable;
   job: JobTable;
   periodic_slot: PeriodicSlotTable;
+  webhook: WebhookTable;
+  webhook_delivery: WebhookDeliveryTable;
   job_event: JobEventTable;
   job_search: JobSearchTable;
   flow_policy: FlowPolicyTable;

@@ -5,7 +5,15 @@ import { PROBLEM_CONTENT_TYPE, problem } from './problem.js';
 
 /** What a route does, as far as permissions go. Every API route declares one. */
 export type Access =
-  'jobs:read' | 'jobs:create' | 'jobs:work' | 'jobs:manage' | 'tasks:read' | 'tasks:write' | 'schedules:preview' | 'metrics:read';
+  | 'jobs:read'
+  | 'jobs:create'
+  | 'jobs:work'
+  | 'jobs:manage'
+  | 'tasks:read'
+  | 'tasks:write'
+  | 'schedules:preview'
+  | 'metrics:read'
+  | 'webhooks:manage';
 
 /**
  * API.md's roles: admin does everything; worker leases and reports jobs and reads jobs; producer
@@ -21,6 +29,7 @@ export const ROLE_ACCESS: Record<Access, readonly Role[]> = {
   'tasks:write': ['admin'],
   'schedules:preview': ['admin', 'worker', 'producer', 'reader'],
   'metrics:read': ['admin', 'worker', 'producer', 'reader'],
+  'webhooks:manage': ['admin'],
 };
 
 declare module 'fastify' {

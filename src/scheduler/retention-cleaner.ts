@@ -1,4 +1,5 @@
 import { jobDeleteOld, jobSearchUpkeep } from '../repositories/jobs.js';
+import { deliveryDeleteOld } from '../repositories/webhooks.js';
 import { slotRecordDeleteOld } from '../repositories/task-runs.js';
 import type { ServiceContext } from '../services/context.js';
 import { Loop, LoopService } from './loop.js';
@@ -18,9 +19,9 @@ export interface CleanerOptions {
 
 /**
  * Deletes final jobs (finished, failed, dropped, cancelled) older than the retention
- * (JOBCLOCK_RETENTION), in bounded batches that skip rows another instance is deleting. Its own
- * loop, apart from the LeaseReaper's second-by-second one: a large sweep must not delay the
- * requeueing of expired leases. Each sweep then keeps job_search's partitions (migration 0018):
+ * (JOBCLOCK_RETENTION), and webhook deliveries no longer pending, in bounded batches that skip
+ * rows another instance is deleting. Its own loop, apart from the LeaseReaper's second-by-second
+ * one: a large sweep must not delay the requeueing of expired leases. Each sweep then keeps job_search's partitions (migration 0018):
  * creates them ahead of the job ids, drops those retention emptied.
  */
 export class RetentionCleaner extends LoopService {
@@ -68,6 +69,15 @@ export class RetentionCleaner extends LoopService {
       if (i === this.maxBatches - 1) this.behind = true;
     }
     if (total > 0) this.ctx.logger.info({ deleted: total, before }, 'deleted final jobs older than the retention');
+    // webhook deliveries that were delivered or given up on, with the jobs of their time
+    let deliveries = 0;
+    for (let i = 0; i < this.maxBatches; i++) {
+      const n = await deliveryDeleteOld(this.ctx.db, before, this.batchSize);
+      deliveries += n;
+      if (n < this.batchSize) break;
+      if (i === this.maxBatches - 1) this.behind = true;
+    }
+    if (deliveries > 0) this.ctx.logger.info({ deleted: deliveries, before }, 'deleted webhook deliveries older than the retention');
     // the run ledger's records of slots without a job expire with the jobs of their time
     let records = 0;
     for (let i = 0; i < this.maxBatches; i++) {

@@ -14,6 +14,8 @@ export interface ServiceContext {
   instanceId: string;
   /** Final jobs older than this are deleted by the service itself. */
   retentionMs: number;
+  /** JOBCLOCK_SECRET_KEY: encrypts stored webhook secrets; undefined stores them as given. */
+  secretKey?: string | undefined;
   /** Prometheus metrics of this instance; createServices makes one when none is given. */
   metrics?: Metrics;
 }

@@ -6,6 +6,7 @@ import { PeriodicTaskService } from './periodic-tasks.js';
 import type { ServiceContext } from './context.js';
 import { StatsService } from './stats.js';
 import { TaskRunsService } from './task-runs.js';
+import { WebhookService } from './webhooks.js';
 import { WorkerProtocolService } from './worker-protocol.js';
 
 export interface Services {
@@ -16,6 +17,7 @@ export interface Services {
   stats: StatsService;
   flow: FlowService;
   metrics: Metrics;
+  webhooks: WebhookService;
 }
 
 /**
@@ -35,5 +37,6 @@ export function createServices(ctx: ServiceContext): Services {
     stats: new StatsService(ctx),
     flow: new FlowService(ctx),
     metrics: ctx.metrics,
+    webhooks: new WebhookService(ctx),
   };
 }

@@ -22,6 +22,8 @@ const declared: Record<keyof Database, true> = {
   flow_slot: true,
   flow_token: true,
   periodic_slot: true,
+  webhook: true,
+  webhook_delivery: true,
   kysely_migration: true,
   kysely_migration_lock: true,
   jobclock_migration_checksum: true,

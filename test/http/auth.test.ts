@@ -58,6 +58,12 @@ const MATRIX: [Method, string, Role[]][] = [
   ['post', '/jobs/retry', ['admin']],
   ['get', '/metrics', ALL],
   ['get', '/stats/throughput', ALL],
+  ['post', '/webhooks', ['admin']],
+  ['get', '/webhooks', ['admin']],
+  ['get', '/webhooks/1', ['admin']],
+  ['patch', '/webhooks/1', ['admin']],
+  ['delete', '/webhooks/1', ['admin']],
+  ['get', '/webhooks/1/deliveries', ['admin']],
 ];
 
 function call(method: Method, url: string) {

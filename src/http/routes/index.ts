@@ -5,6 +5,7 @@ import { jobRoutes } from './jobs.js';
 import { operationsRoutes } from './operations.js';
 import { periodicTaskRoutes } from './periodic-tasks.js';
 import { scheduleRoutes } from './schedules.js';
+import { webhookRoutes } from './webhooks.js';
 import { workerRoutes } from './workers.js';
 
 /** Every authenticated API route. Each route declares its `access` (see http/auth.ts). */
@@ -16,5 +17,6 @@ export function apiRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
     await app.register(workerRoutes(deps));
     await app.register(operationsRoutes(deps));
     await app.register(flowRoutes(deps));
+    await app.register(webhookRoutes(deps));
   };
 }

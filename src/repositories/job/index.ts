@@ -32,3 +32,4 @@ export * from './cancel-open-of-tasks.js';
 export * from './submit-for-task.js';
 export * from './slots-of-task.js';
 export * from './submit-slots.js';
+export * from './table-size.js';

@@ -1,0 +1,9 @@
+import { sql } from 'kysely';
+import type { Executor } from '../../db/executor.js';
+
+/** The job table's size on disk, in pages (8 kB): one catalog lookup and the length of its files. */
+export async function jobTablePages(db: Executor): Promise<number> {
+  const { rows } = await sql<{ pages: number }>`
+    SELECT (pg_relation_size('job'::regclass) / current_setting('block_size')::int)::int AS pages`.execute(db.kysely);
+  return rows[0]!.pages;
+}

@@ -1,0 +1,335 @@
+/**
+ * Webhook subscriptions and their outbox of deliveries (migration 0022). Job and task events are
+ * written by triggers in the transaction that causes them; task.overdue, which no write causes,
+ * by taskAnnounceOverdue. The delivery engine claims, sends and records through the rest.
+ */
+import { sql } from 'kysely';
+import type { Executor } from '../db/executor.js';
+import type { DeliveryStatus, WebhookEvent } from '../domain/delivery.js';
+
+export interface WebhookFilter {
+  type: string | null;
+  group: string | null;
+  periodicTaskId: string | null;
+}
+
+export interface WebhookRecord {
+  id: string;
+  url: string;
+  events: WebhookEvent[];
+  filter: WebhookFilter;
+  /** As stored (see services/webhook-secrets.ts). */
+  secret: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface DeliveryRecord {
+  id: string;
+  webhookId: string;
+  event: WebhookEvent;
+  status: DeliveryStatus;
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+  deliveredAt: Date | null;
+}
+
+/** A delivery claimed for one attempt, with what sending it needs. */
+export interface ClaimedDelivery {
+  id: string;
+  event: WebhookEvent;
+  subject: string;
+  at: Date;
+  /** Task events: the task at the event. Job events: the job row now (null if retention deleted it). */
+  payload: unknown;
+  /** Counting the attempt being made. */
+  attempts: number;
+  createdAt: Date;
+  url: string;
+  secret: string;
+}
+
+/** The outcome of one attempt: delivered, retried at `nextAttemptAt`, or failed for good. */
+export interface DeliveryAttempt {
+  id: string;
+  attempts: number;
+  status: DeliveryStatus;
+  nextAttemptAt: Date | null;
+  statusCode: number | null;
+  error: string | null;
+}
+
+interface WebhookRow {
+  id: string;
+  url: string;
+  events: WebhookEvent[];
+  filter_type: string | null;
+  filter_group: string | null;
+  filter_task: string | null;
+  secret: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const webhookFromRow = (r: WebhookRow): WebhookRecord => ({
+  id: String(r.id),
+  url: r.url,
+  events: r.events,
+  filter: { type: r.filter_type, group: r.filter_group, periodicTaskId: r.filter_task },
+  secret: r.secret,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const WEBHOOK_COLUMNS = sql`id::text AS id, url, events, filter_type, filter_group, filter_task, secret, created_at, updated_at`;
+
+/** Webhook and delivery ids are bigint identities; anything else names none. */
+export const isWebhookId = (id: string): boolean => /^[1-9][0-9]{0,17}$/.test(id);
+
+export async function webhookInsert(
+  db: Executor,
+  w: { url: string; events: readonly WebhookEvent[]; filter: WebhookFilter; secret: string },
+  now: Date,
+): Promise<WebhookRecord> {
+  const { rows } = await sql<WebhookRow>`
+    INSERT INTO webhook (url, events, filter_type, filter_group, filter_task, secret, created_at, updated_at)
+    VALUES (${w.url}, ${[...w.events]}::text[], ${w.filter.type}, ${w.filter.group}, ${w.filter.periodicTaskId}, ${w.secret},
+            ${now}::timestamptz, ${now}::timestamptz)
+    RETURNING ${WEBHOOK_COLUMNS}`.execute(db.kysely);
+  return webhookFromRow(rows[0]!);
+}
+
+/** Webhooks in id order after `after`. */
+export async function webhookList(db: Executor, q: { after?: string | undefined; limit: number }): Promise<WebhookRecord[]> {
+  const { rows } = await sql<WebhookRow>`
+    SELECT ${WEBHOOK_COLUMNS} FROM webhook
+    WHERE ${q.after === undefined ? sql`true` : sql`id > ${q.after}::bigint`}
+    ORDER BY id LIMIT ${q.limit}`.execute(db.kysely);
+  return rows.map(webhookFromRow);
+}
+
+export async function webhookGet(db: Executor, id: string): Promise<WebhookRecord | null> {
+  if (!isWebhookId(id)) return null;
+  const { rows } = await sql<WebhookRow>`SELECT ${WEBHOOK_COLUMNS} FROM webhook WHERE id = ${id}::bigint`.execute(db.kysely);
+  return rows[0] ? webhookFromRow(rows[0]) : null;
+}
+
+/** Changes the fields given (undefined: kept); null when there is no such webhook. */
+export async function webhookUpdate(
+  db: Executor,
+  id: string,
+  p: {
+    url?: string | undefined;
+    events?: readonly WebhookEvent[] | undefined;
+    filter?: WebhookFilter | undefined;
+    secret?: string | undefined;
+  },
+  now: Date,
+): Promise<WebhookRecord | null> {
+  if (!isWebhookId(id)) return null;
+  const keep = (v: unknown, col: string, cast = '') => (v === undefined ? sql.ref(col) : sql`${v}${sql.raw(cast)}`);
+  const { rows } = await sql<WebhookRow>`
+    UPDATE webhook SET
+      url = ${keep(p.url, 'url')},
+      events = ${keep(p.events === undefined ? undefined : [...p.events], 'events', '::text[]')},
+      filter_type = ${keep(p.filter === undefined ? undefined : p.filter.type, 'filter_type')},
+      filter_group = ${keep(p.filter === undefined ? undefined : p.filter.group, 'filter_group')},
+      filter_task = ${keep(p.filter === undefined ? undefined : p.filter.periodicTaskId, 'filter_task')},
+      secret = ${keep(p.secret, 'secret')},
+      updated_at = ${now}::timestamptz
+    WHERE id = ${id}::bigint
+    RETURNING ${WEBHOOK_COLUMNS}`.execute(db.kysely);
+  return rows[0] ? webhookFromRow(rows[0]) : null;
+}
+
+/** Deletes a webhook and its deliveries; false when there was none. */
+export async function webhookDelete(db: Executor, id: string): Promise<boolean> {
+  if (!isWebhookId(id)) return false;
+  const { rows } = await sql<{ n: number }>`
+    WITH gone AS (DELETE FROM webhook WHERE id = ${id}::bigint RETURNING id),
+    deliveries AS (DELETE FROM webhook_delivery WHERE webhook_id = ${id}::bigint AND EXISTS (SELECT 1 FROM gone))
+    SELECT count(*)::int AS n FROM gone`.execute(db.kysely);
+  return (rows[0]?.n ?? 0) > 0;
+}
+
+interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  event: WebhookEvent;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  delivered_at: Date | null;
+}
+
+/** A webhook's deliveries, newest first, before the delivery `before`. */
+export async function deliveryList(
+  db: Executor,
+  webhookId: string,
+  q: { before?: string | undefined; limit: number; status?: DeliveryStatus | undefined },
+): Promise<DeliveryRecord[]> {
+  const { rows } = await sql<DeliveryRow>`
+    SELECT id::text AS id, webhook_id::text AS webhook_id, event, status, attempts, last_status_code, last_error,
+           next_attempt_at, created_at, delivered_at
+    FROM webhook_delivery
+    WHERE webhook_id = ${webhookId}::bigint
+      AND ${q.before === undefined ? sql`true` : sql`id < ${q.before}::bigint`}
+      AND ${q.status === undefined ? sql`true` : sql`status = ${q.status}`}
+    ORDER BY id DESC LIMIT ${q.limit}`.execute(db.kysely);
+  return rows.map((r) => ({
+    id: r.id,
+    webhookId: r.webhook_id,
+    event: r.event,
+    status: r.status,
+    attempts: r.attempts,
+    lastStatusCode: r.last_status_code,
+    lastError: r.last_error,
+    nextAttemptAt: r.next_attempt_at,
+    createdAt: r.created_at,
+    deliveredAt: r.delivered_at,
+  }));
+}
+
+/**
+ * Claims up to `limit` due deliveries for one attempt each, skipping rows another instance is
+ * claiming: each counts the attempt and moves next_attempt_at `holdMs` ahead (past the request's
+ * timeout), so no other instance sends it meanwhile, and one that died mid-attempt is retried then.
+ */
+export async function deliveryClaim(db: Executor, now: Date, limit: number, holdMs: number): Promise<ClaimedDelivery[]> {
+  const { rows } = await sql<{
+    id: string;
+    event: WebhookEvent;
+    subject: string;
+    at: Date;
+    payload: unknown;
+    attempts: number;
+    created_at: Date;
+    url: string;
+    secret: string;
+  }>`
+    WITH due AS (
+      SELECT id, webhook_id FROM webhook_delivery
+      WHERE status = 'pending' AND next_attempt_at <= ${now}::timestamptz
+      ORDER BY next_attempt_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    ),
+    -- recorded for a webhook deleted meanwhile (there is no foreign key: migration 0022)
+    orphans AS (
+      DELETE FROM webhook_delivery x USING due
+      WHERE x.id = due.id AND NOT EXISTS (SELECT 1 FROM webhook w WHERE w.id = due.webhook_id)
+    )
+    UPDATE webhook_delivery d
+       SET attempts = d.attempts + 1, next_attempt_at = ${now}::timestamptz + ${holdMs} * interval '1 millisecond'
+      FROM due, webhook w
+     WHERE d.id = due.id AND w.id = d.webhook_id
+    RETURNING d.id::text AS id, d.event, d.subject, d.at,
+              CASE WHEN d.event LIKE 'job.%'
+                   THEN (SELECT to_jsonb(j) - 'lease_token' FROM job j WHERE j.id = d.subject::bigint)
+                   ELSE d.payload END AS payload,
+              d.attempts, d.created_at, w.url, w.secret`.execute(db.kysely);
+  return rows.map((r) => ({
+    id: r.id,
+    event: r.event,
+    subject: r.subject,
+    at: r.at,
+    payload: r.payload,
+    attempts: r.attempts,
+    createdAt: r.created_at,
+    url: r.url,
+    secret: r.secret,
+  }));
+}
+
+/**
+ * Lets the current transaction commit without waiting for its WAL to be flushed (the engine's
+ * claims and records: a crash loses at most the last moments of them, and those attempts are made
+ * again). Only inside withTransaction.
+ */
+export async function deliveryCommitLazily(tx: Executor): Promise<void> {
+  await sql`SET LOCAL synchronous_commit TO off`.execute(tx.kysely);
+}
+
+/**
+ * Records attempts in one statement, each a compare-and-set on the attempt it claimed (a delivery
+ * taken over by another instance after this one overran its hold is not overwritten). Returns how
+ * many were recorded.
+ */
+export async function deliveryRecord(db: Executor, attempts: readonly DeliveryAttempt[], now: Date): Promise<number> {
+  if (attempts.length === 0) return 0;
+  const input = JSON.stringify(
+    attempts.map((a) => ({
+      id: a.id,
+      attempts: a.attempts,
+      status: a.status,
+      next_at: a.nextAttemptAt?.toISOString() ?? null,
+      code: a.statusCode,
+      error: a.error,
+    })),
+  );
+  const r = await sql`
+    UPDATE webhook_delivery d SET
+      status = i.status,
+      next_attempt_at = i.next_at,
+      last_status_code = i.code,
+      last_error = i.error,
+      delivered_at = CASE WHEN i.status = 'delivered' THEN ${now}::timestamptz END
+    FROM jsonb_to_recordset(${input}::jsonb) AS i(id bigint, attempts int, status text, next_at timestamptz, code int, error text)
+    WHERE d.id = i.id AND d.attempts = i.attempts AND d.status = 'pending'`.execute(db.kysely);
+  return Number(r.numAffectedRows ?? 0);
+}
+
+/** When the earliest pending delivery is due (null: none is pending). */
+export async function deliveryNextDue(db: Executor): Promise<Date | null> {
+  const { rows } = await sql<{ at: Date | null }>`
+    SELECT min(next_attempt_at) AS at FROM webhook_delivery WHERE status = 'pending'`.execute(db.kysely);
+  return rows[0]?.at ?? null;
+}
+
+/** Deletes up to `limit` deliveries no longer pending that were created before `before`. Returns how many. */
+export async function deliveryDeleteOld(db: Executor, before: Date, limit: number): Promise<number> {
+  const { rows } = await sql<{ deleted: number }>`
+    WITH gone AS (
+      DELETE FROM webhook_delivery WHERE id IN (
+        SELECT id FROM webhook_delivery
+        WHERE status <> 'pending' AND created_at < ${before}::timestamptz
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      RETURNING id
+    )
+    SELECT count(*)::int AS deleted FROM gone`.execute(db.kysely);
+  return rows[0]?.deleted ?? 0;
+}
+
+/**
+ * Announces task.overdue for up to `limit` enabled tasks whose overdue_at has passed at `now` and
+ * was not announced yet: marks each announced and records a delivery for every matching
+ * subscription, in one statement. An index holds only the tasks not yet announced, so a look at
+ * a healthy system reads nothing. Returns the tasks announced.
+ */
+export async function taskAnnounceOverdue(db: Executor, now: Date, limit: number): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    WITH due AS (
+      SELECT id FROM periodic_task
+      WHERE overdue_at IS NOT NULL AND overdue_announced_at IS DISTINCT FROM overdue_at AND overdue_at <= ${now}::timestamptz
+        AND enabled
+      ORDER BY overdue_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    ),
+    marked AS (
+      UPDATE periodic_task t SET overdue_announced_at = t.overdue_at
+      FROM due WHERE t.id = due.id
+      RETURNING t.*
+    )
+    SELECT m.id, jobclock_webhook_task_event(m::periodic_task, 'task.overdue', 'overdue', m.overdue_at) AS recorded
+    FROM marked m`.execute(db.kysely);
+  return rows.map((r) => r.id);
+}

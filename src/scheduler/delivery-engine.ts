@@ -1,0 +1,323 @@
+import { EventEmitter } from 'node:events';
+import { Agent, type Dispatcher, request } from 'undici';
+import { type Executor, withTransaction } from '../db/executor.js';
+import { CHANNELS } from '../db/notifications.js';
+import { createHmac } from 'node:crypto';
+import { deliveryJitter, deliveryRetryAt, WEBHOOK_TIMEOUT_MS } from '../domain/delivery.js';
+import type { Job } from '../domain/job.js';
+import { jobFromRow, type JobRow } from '../repositories/job/row.js';
+import {
+  type ClaimedDelivery,
+  type DeliveryAttempt,
+  deliveryClaim,
+  deliveryCommitLazily,
+  deliveryNextDue,
+  deliveryRecord,
+  taskAnnounceOverdue,
+} from '../repositories/webhooks.js';
+import type { ServiceContext } from '../services/context.js';
+import { SecretBox } from '../services/webhook-secrets.js';
+import { Loop, LoopService } from './loop.js';
+
+export interface DeliveryEngineOptions {
+  /** The API's representation of a job (http/schemas/jobs.ts jobDto), for the `job` of job events. */
+  renderJob: (job: Job) => unknown;
+  /** Requests in flight on this instance at most (default 64). */
+  maxInFlight?: number;
+  /** How long a receiver has to answer (default 10 s). */
+  timeoutMs?: number;
+  /** The longest sleep without a NOTIFY (default 60 s): a safety net, retries wake it on time. */
+  idleMs?: number;
+  /** How often tasks that turned overdue are looked for (default 5 s). */
+  overdueEveryMs?: number;
+  /** Response bodies are read up to this many bytes (default 1 MiB), the rest is dropped. */
+  maxResponseBytes?: number;
+  random?: () => number;
+  /** undici dispatcher (default: a keep-alive Agent of the engine's own). */
+  dispatcher?: Dispatcher;
+}
+
+export interface DeliveryTickResult {
+  delivered: number;
+  retried: number;
+  failed: number;
+}
+
+export interface DeliveryEngineEvents {
+  /** Attempts that ended were recorded (`recorded` of them: the others another instance had taken over). */
+  recorded: [{ attempts: DeliveryAttempt[]; recorded: number }];
+}
+
+/** A claimed attempt may run this much longer than its timeout before another instance takes it over. */
+const HOLD_MARGIN_MS = 5_000;
+const ERROR_TEXT_MAX = 500;
+const TIMESTAMP_COLUMNS = [
+  'run_at',
+  'scheduled_at',
+  'lease_expires_at',
+  'started_at',
+  'deadline',
+  'finished_at',
+  'created_at',
+  'updated_at',
+];
+
+/**
+ * Sends the outbox of webhook deliveries (migration 0022). Instances claim due deliveries with FOR
+ * UPDATE SKIP LOCKED, one attempt each, so no two send the same attempt; a NOTIFY from the triggers
+ * that record deliveries wakes the loop, and its sleep ends when the next retry is due. Requests go
+ * through undici with keep-alive connections, a timeout each and at most `maxInFlight` at once;
+ * redirects are never followed (a 3xx is a failed attempt). A failed attempt is retried with
+ * exponential backoff and jitter (domain/delivery.ts) for at least 24 h. The loop also announces
+ * task.overdue for tasks whose overdue_at has passed, since no write causes that event.
+ */
+export class DeliveryEngine extends LoopService {
+  protected readonly loop: Loop;
+  private readonly events_ = new EventEmitter<DeliveryEngineEvents>();
+  private readonly box: SecretBox;
+  private readonly maxInFlight: number;
+  private readonly timeoutMs: number;
+  private readonly idleMs: number;
+  private readonly overdueEveryMs: number;
+  private readonly maxResponseBytes: number;
+  private readonly random: () => number;
+  private readonly dispatcher: Dispatcher;
+  private readonly ownDispatcher: Agent | null;
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Attempts that ended and are not recorded yet: the next step records them in one statement. */
+  private ended: DeliveryAttempt[] = [];
+  private readonly stopping = new AbortController();
+  private nextOverdueLook = 0;
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(
+    readonly ctx: ServiceContext,
+    private readonly options: DeliveryEngineOptions,
+  ) {
+    super();
+    this.box = new SecretBox(ctx.secretKey);
+    this.maxInFlight = options.maxInFlight ?? 64;
+    this.timeoutMs = options.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
+    this.idleMs = options.idleMs ?? 60_000;
+    this.overdueEveryMs = options.overdueEveryMs ?? 5_000;
+    this.maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024;
+    this.random = options.random ?? Math.random;
+    this.ownDispatcher = options.dispatcher ? null : new Agent({ keepAliveTimeout: 30_000, connections: 32 });
+    this.dispatcher = options.dispatcher ?? this.ownDispatcher!;
+    this.loop = new Loop({
+      name: 'delivery engine',
+      logger: ctx.logger,
+      clock: ctx.clock,
+      step: () => this.step(),
+      failureBackoff: { initialMs: 500, maxMs: 5_000 },
+    });
+  }
+
+  override start(): void {
+    this.unsubscribe ??= this.ctx.notifications.subscribe(CHANNELS.deliveries, () => this.loop.wake());
+    super.start();
+  }
+
+  /**
+   * Stops claiming, cuts the requests in flight short and closes the connections: a slow receiver
+   * must not hold up a graceful shutdown. The attempts cut short are not recorded; they stay
+   * claimed until their hold ends, and are then made again (by any instance).
+   */
+  override async stop(): Promise<void> {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    await super.stop();
+    this.stopping.abort();
+    await Promise.allSettled([...this.inFlight]);
+    await this.record(this.ctx.db); // unrecorded ones are attempted again after their hold
+    if (this.ownDispatcher && !this.ownDispatcher.closed) await this.ownDispatcher.close();
+  }
+
+  /** `recorded` events, for tests and benchmarks to await. */
+  get deliveries(): EventEmitter<DeliveryEngineEvents> {
+    return this.events_;
+  }
+
+  /** Attempts being made on this instance now. */
+  get active(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * One pass at `now`, for tests and tools: announces overdue tasks, then claims what is due and
+   * sends it, batch after batch, waiting for every answer.
+   */
+  async tick(now: Date): Promise<DeliveryTickResult> {
+    const result: DeliveryTickResult = { delivered: 0, retried: 0, failed: 0 };
+    await taskAnnounceOverdue(this.ctx.db, now, 1_000);
+    for (;;) {
+      const claimed = await deliveryClaim(this.ctx.db, now, this.maxInFlight, this.timeoutMs + HOLD_MARGIN_MS);
+      const attempts = await Promise.all(claimed.map((d) => this.send(d)));
+      this.ended.push(...attempts);
+      await this.record(this.ctx.db);
+      for (const a of attempts) {
+        if (a.status === 'delivered') result.delivered++;
+        else if (a.status === 'pending') result.retried++;
+        else result.failed++;
+      }
+      if (claimed.length < this.maxInFlight) return result;
+    }
+  }
+
+  private async step(): Promise<number> {
+    const now = this.ctx.clock.now();
+    if (now.getTime() >= this.nextOverdueLook) {
+      const announced = await taskAnnounceOverdue(this.ctx.db, now, 1_000);
+      if (announced.length > 0) this.ctx.logger.info({ tasks: announced }, 'periodic tasks turned overdue');
+      this.nextOverdueLook = now.getTime() + this.overdueEveryMs;
+    }
+    const room = this.maxInFlight - this.inFlight.size;
+    let claimed = 0;
+    if (room > 0 || this.ended.length > 0) {
+      // what ended is recorded and the next batch claimed in one transaction that does not wait
+      // for its commit to reach the disk: losing it in a crash only sends those attempts again
+      // (at least once holds), and the engine adds no WAL flushes to those the worker loop waits on
+      const due = await withTransaction(this.ctx.db, async (tx) => {
+        await deliveryCommitLazily(tx);
+        await this.record(tx);
+        return room > 0 ? deliveryClaim(tx, now, room, this.timeoutMs + HOLD_MARGIN_MS) : [];
+      });
+      claimed = due.length;
+      for (const d of due) {
+        const p = this.send(d).then((a) => {
+          if (!this.stopping.signal.aborted) this.ended.push(a);
+          this.inFlight.delete(p);
+          // once half the room is free, the next step records what ended and claims again: a
+          // statement of each per batch of attempts, not per attempt
+          if (this.inFlight.size <= this.maxInFlight / 2) this.loop.wake();
+        });
+        this.inFlight.add(p);
+      }
+    }
+    const untilOverdueLook = Math.max(1, this.nextOverdueLook - now.getTime());
+    // more than half full: the attempts that end wake the loop
+    if (this.inFlight.size > this.maxInFlight / 2) return untilOverdueLook;
+    if (claimed > 0 && claimed === room) return 0; // more may be due
+    const next = await deliveryNextDue(this.ctx.db);
+    const untilDue = next === null ? this.idleMs : Math.max(0, next.getTime() - now.getTime());
+    return Math.min(untilDue, untilOverdueLook, this.idleMs);
+  }
+
+  /**
+   * Records the attempts that ended since the last step, in one statement however many (the
+   * attempts of a busy engine end by the hundred a second).
+   */
+  private async record(db: Executor): Promise<void> {
+    if (this.ended.length === 0) return;
+    const batch = this.ended;
+    this.ended = [];
+    try {
+      const recorded = await deliveryRecord(db, batch, this.ctx.clock.now());
+      this.events_.emit('recorded', { attempts: batch, recorded });
+    } catch (err) {
+      // they stay claimed until their hold ends, then they are attempted again: at least once
+      this.ctx.logger.warn({ err: { message: (err as Error).message }, attempts: batch.length }, 'could not record delivery attempts');
+    }
+  }
+
+  /** Makes one attempt: what came of it, to be recorded. */
+  private async send(d: ClaimedDelivery): Promise<DeliveryAttempt> {
+    const { statusCode, error } = await this.post(d);
+    const now = this.ctx.clock.now();
+    let attempt: DeliveryAttempt;
+    if (error === null) {
+      attempt = { id: d.id, attempts: d.attempts, status: 'delivered', nextAttemptAt: null, statusCode, error: null };
+    } else {
+      const next = deliveryRetryAt(d.attempts, d.createdAt, now, deliveryJitter(this.random));
+      attempt = { id: d.id, attempts: d.attempts, status: next ? 'pending' : 'failed', nextAttemptAt: next, statusCode, error };
+      const log = { deliveryId: d.id, event: d.event, url: d.url, attempts: d.attempts, statusCode, error, retryAt: next };
+      if (next) this.ctx.logger.debug(log, 'webhook delivery failed; will retry');
+      else this.ctx.logger.warn(log, 'webhook delivery failed for good: retried for 24 h');
+    }
+    return attempt;
+  }
+
+  /** POSTs the delivery: its status code, and null or what went wrong. */
+  private async post(d: ClaimedDelivery): Promise<{ statusCode: number | null; error: string | null }> {
+    let secret: string;
+    try {
+      secret = this.box.open(d.secret);
+    } catch (err) {
+      return { statusCode: null, error: (err as Error).message };
+    }
+    const body = JSON.stringify(this.bodyOf(d));
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'jobclock-webhooks',
+      'jobclock-event': d.event,
+      'jobclock-delivery': d.id,
+      'jobclock-signature': signatureHeader(secret, body, this.ctx.clock.now()),
+    };
+    try {
+      const res = await request(d.url, {
+        method: 'POST',
+        headers,
+        body,
+        dispatcher: this.dispatcher,
+        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.stopping.signal]),
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
+      });
+      const code = res.statusCode;
+      if (code >= 200 && code < 300) {
+        // nothing in a 2xx answer is used: read past it (up to the cap) to keep the connection
+        await res.body.dump({ limit: this.maxResponseBytes });
+        return { statusCode: code, error: null };
+      }
+      const text = await readCapped(res.body, this.maxResponseBytes);
+      if (code >= 300 && code < 400) {
+        const location = res.headers.location;
+        return { statusCode: code, error: `redirect to ${String(location ?? '(no location)')} not followed` };
+      }
+      return { statusCode: code, error: `HTTP ${code}${text ? `: ${text.slice(0, ERROR_TEXT_MAX)}` : ''}` };
+    } catch (err) {
+      const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
+      const timedOut = e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT';
+      const message = timedOut ? `no answer within ${this.timeoutMs} ms` : (e.cause?.code ?? e.code ?? e.message);
+      return { statusCode: null, error: String(message).slice(0, ERROR_TEXT_MAX) };
+    }
+  }
+
+  /** `{ id, event, at, job | task }`. */
+  private bodyOf(d: ClaimedDelivery): Record<string, unknown> {
+    const head = { id: d.id, event: d.event, at: d.at.toISOString() };
+    if (!d.event.startsWith('job.')) return { ...head, task: d.payload };
+    // the job as it is now; retention may have deleted it while a receiver was down
+    if (d.payload === null) return { ...head, job: { id: d.subject } };
+    const row = { ...(d.payload as Record<string, unknown>) };
+    for (const c of TIMESTAMP_COLUMNS) if (typeof row[c] === 'string') row[c] = new Date(row[c]);
+    return { ...head, job: this.options.renderJob(jobFromRow(row as unknown as JobRow)) };
+  }
+}
+
+/** The body as text, read up to `cap` bytes; the rest is not read and the connection is dropped. */
+async function readCapped(body: Dispatcher.ResponseData['body'], cap: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const b = chunk as Buffer;
+    size += b.length;
+    if (size > cap) {
+      chunks.push(b.subarray(0, b.length - (size - cap)));
+      body.destroy();
+      break;
+    }
+    chunks.push(b);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The `Jobclock-Signature` header of `body` sent at `at`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of
+ * "<t>.<body>">`, as Stripe and Svix sign (the timestamp inside the MAC stops replays of old bodies).
+ */
+export function signatureHeader(secret: string, body: string, at: Date): string {
+  const t = Math.floor(at.getTime() / 1000);
+  const v1 = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
+  return `t=${t},v1=${v1}`;
+}
