@@ -421,6 +421,16 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_job_row_fields(j jsonb, fn text, at text) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_notify_job_done()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  PERFORM pg_notify('jobclock_job_done', NEW.id::text);
+  RETURN NULL;
+END;
+$function$;
+
 CREATE OR REPLACE FUNCTION public.jobclock_notify_job_inserted()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -701,7 +711,10 @@ CREATE TABLE job (
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
   traceparent text,
-  holds_slot boolean DEFAULT false NOT NULL
+  holds_slot boolean DEFAULT false NOT NULL,
+  checkpoint jsonb,
+  start_by timestamp with time zone,
+  watched boolean DEFAULT false NOT NULL
 ) WITH (autovacuum_analyze_scale_factor=0.05, autovacuum_analyze_threshold=50000, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_insert_scale_factor=0, autovacuum_vacuum_insert_threshold=100000, autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=20000, vacuum_index_cleanup=on);
 
 CREATE TABLE job_event (
@@ -864,7 +877,9 @@ CREATE INDEX job_open_by_task_idx ON public.job USING btree (periodic_task_id) W
 CREATE UNIQUE INDEX job_periodic_slot_key ON public.job USING btree (periodic_task_id, scheduled_at) WHERE (periodic_task_id IS NOT NULL);
 CREATE INDEX job_queued_id_idx ON public.job USING btree (id) WHERE (state = 'queued'::text);
 CREATE INDEX job_queued_run_at_idx ON public.job USING btree (run_at) WHERE (state = 'queued'::text);
+CREATE INDEX job_start_by_idx ON public.job USING btree (start_by) WHERE ((state = 'queued'::text) AND (start_by IS NOT NULL));
 CREATE INDEX job_task_idx ON public.job USING btree (periodic_task_id, id) WHERE (periodic_task_id IS NOT NULL);
+CREATE INDEX job_unique_key_created_idx ON public.job USING btree (unique_key, created_at DESC) WHERE (unique_key IS NOT NULL);
 CREATE UNIQUE INDEX job_unique_key_idx ON public.job USING btree (unique_key) WHERE ((unique_key IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX job_event_job_idx ON public.job_event USING btree (job_id, id);
 CREATE INDEX job_search_args_idx ON ONLY public.job_search USING gin (args jsonb_path_ops) WITH (gin_pending_list_limit='512');
@@ -890,3 +905,4 @@ CREATE TRIGGER job_search_on_delete AFTER DELETE ON public.job REFERENCING OLD T
 CREATE TRIGGER job_search_on_insert AFTER INSERT ON public.job FOR EACH ROW WHEN ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))) EXECUTE FUNCTION jobclock_search_on_insert();
 CREATE TRIGGER job_search_on_update AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_update();
 CREATE TRIGGER job_task_outcome AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN (((new.periodic_task_id IS NOT NULL) AND (new.state IS DISTINCT FROM old.state) AND (new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text])))) EXECUTE FUNCTION jobclock_task_outcome();
+CREATE TRIGGER job_watched_done AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN ((new.watched AND (new.state IS DISTINCT FROM old.state) AND (new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])))) EXECUTE FUNCTION jobclock_notify_job_done();

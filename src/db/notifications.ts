@@ -141,4 +141,6 @@ export const CHANNELS = {
   jobs: 'jobclock_jobs',
   /** A periodic task was created or changed: the PeriodicScheduler re-reads the earliest nextrun. */
   tasks: 'jobclock_tasks',
+  /** A watched job ended (payload: its id). Sent by a trigger (migration 0023). */
+  jobDone: 'jobclock_job_done',
 } as const;

@@ -74,6 +74,11 @@ export interface JobTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
   traceparent: string | null;
   holds_slot: Generated<boolean>;
+  /** What the worker saved for the job's next attempt (migration 0023). */
+  checkpoint: Json;
+  start_by: NullableTimestamp;
+  /** Someone waits for the job's end: a trigger notifies when it ends. */
+  watched: Generated<boolean>;
 }
 
 /** The run ledger's records of slots that got no job, and of triggered jobs (migration 0021). */

@@ -50,6 +50,9 @@ export const JOB_TRANSITIONS: readonly { from: JobState; to: JobState; by: reado
   { from: 'cancelled', to: 'queued', by: ['retry'] },
 ];
 
+/** finished, failed, dropped, cancelled: nothing moves the job on but a retry. */
+export const isFinal = (state: JobState): boolean => state !== 'queued' && state !== 'running';
+
 /** Whether a job may move from `from` to `to`. */
 export function canTransition(from: JobState, to: JobState): boolean {
   return JOB_TRANSITIONS.some((t) => t.from === from && t.to === to);
@@ -62,6 +65,8 @@ export const MAX_LEASE_MS = 24 * MS_PER_HOUR;
 export const MAX_WAIT_MS = 60 * MS_PER_SECOND;
 export const MAX_LEASE_LIMIT = 100;
 export const MAX_BATCH = 1000;
+/** How far back a uniqueKey may match final jobs (uniqueFor). */
+export const MAX_UNIQUE_FOR_MS = 30 * 24 * MS_PER_HOUR;
 
 /** A job as the API shows it. Timestamps are Dates here; the HTTP layer writes ISO strings. */
 export interface Job {
@@ -93,6 +98,10 @@ export interface Job {
   updatedAt: Date;
   /** W3C Trace Context of the producer's request, handed to the worker with the lease. */
   traceparent: string | null;
+  /** What a worker saved (heartbeat, release, report) for the job's next attempt. */
+  checkpoint: unknown;
+  /** Not leased at or after this moment: dropped, reason expired. */
+  startBy: Date | null;
 }
 
 /** A job as handed to a worker by a lease. */
@@ -115,6 +124,9 @@ export interface NewJob {
   subject?: string | null | undefined;
   submitter?: string | null | undefined;
   traceparent?: string | null | undefined;
+  startBy?: Date | null | undefined;
+  /** With uniqueKey: the key also matches final jobs created within this many ms. */
+  uniqueFor?: number | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
  */
 import { type Executor, withTransaction } from '../db/executor.js';
 import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
-import { DEFAULT_MAX_ATTEMPTS, type Job, type NewJob } from '../domain/job.js';
+import { DEFAULT_MAX_ATTEMPTS, isFinal, type Job, type NewJob } from '../domain/job.js';
 import {
   type ChangeResult,
   isJobId,
@@ -16,7 +16,9 @@ import {
   jobFindRetryableWithKeys,
   jobRetryMatching,
   jobFindOpenByUniqueKeys,
+  jobFindRecentByUniqueKeys,
   jobGet,
+  jobWatch,
   type JobInsertRow,
   jobInsertMany,
   jobPatch,
@@ -44,7 +46,7 @@ const BULK_BATCH = 500;
 export class JobService {
   constructor(
     readonly ctx: ServiceContext,
-    private readonly pipelines: Pick<JobPipelines, 'inserter'>,
+    private readonly pipelines: Pick<JobPipelines, 'inserter'> & Partial<Pick<JobPipelines, 'endWaiters'>>,
   ) {}
 
   /** Jobs created by concurrent single requests, inserted together (the instance's one inserter). */
@@ -69,6 +71,8 @@ export class JobService {
       uniqueKey: j.uniqueKey ?? null,
       timebox: j.timebox ?? null,
       traceparent: j.traceparent ?? null,
+      startBy: j.startBy ?? null,
+      uniqueFor: j.uniqueKey ? (j.uniqueFor ?? null) : null,
     };
   }
 
@@ -85,7 +89,7 @@ export class JobService {
         this.ctx.logger.debug({ jobId: job.id, type: job.type }, 'job created');
         return { job, created: true };
       }
-      const held = (await jobFindOpenByUniqueKeys(this.db, [row.uniqueKey!])).get(row.uniqueKey!);
+      const held = (await this.holders(this.db, [row], this.ctx.clock.now())).get(row.uniqueKey!);
       if (held) return { job: held, created: false };
       // the holder finished between the two statements: insert again
     }
@@ -111,9 +115,10 @@ export class JobService {
     for (let round = 0; round < UNIQUE_RETRIES; round++) {
       const missing = out.flatMap((j, i) => (j === null ? [i] : []));
       if (missing.length === 0) break;
-      const held = await jobFindOpenByUniqueKeys(
+      const held = await this.holders(
         db,
-        missing.map((i) => rows[i]!.uniqueKey!),
+        missing.map((i) => rows[i]!),
+        now,
       );
       const still: number[] = [];
       for (const i of missing) {
@@ -135,7 +140,47 @@ export class JobService {
     return out as Job[];
   }
 
-  async get(id: string): Promise<Job> {
+  /** The jobs holding the keys of rows that were not inserted: open ones, and with uniqueFor recent final ones. */
+  private async holders(db: Executor, rows: readonly JobInsertRow[], now: Date): Promise<Map<string, Job>> {
+    const open = rows.filter((r) => !r.uniqueFor).map((r) => r.uniqueKey!);
+    const recent = rows.filter((r) => r.uniqueFor).map((r) => ({ key: r.uniqueKey!, forMs: r.uniqueFor! }));
+    // one after the other: inside a transaction both run on its one connection
+    const a = await jobFindOpenByUniqueKeys(db, open);
+    const b = await jobFindRecentByUniqueKeys(db, recent, now);
+    for (const [k, j] of b) a.set(k, j);
+    return a;
+  }
+
+  /**
+   * With `waitMs`: answers as soon as the job is final (woken by its end's notification, from any
+   * instance), or with the job as it is when the wait runs out.
+   */
+  async get(id: string, waitMs = 0): Promise<Job> {
+    const waiters = this.pipelines.endWaiters;
+    if (waitMs > 0 && waiters) {
+      if (waiters.full) {
+        throw new DomainError(
+          'unavailable',
+          `${waiters.maxWaiting} requests already wait for jobs on this instance; retry shortly or without wait.`,
+        );
+      }
+      const read = async () => {
+        const job = await jobGet(this.db, id);
+        if (!job) throw new NotFoundError(`There is no job ${id}.`);
+        return job;
+      };
+      return waiters.wait(
+        id,
+        waitMs,
+        async () => {
+          const job = await jobWatch(this.db, id);
+          if (!job) throw new NotFoundError(`There is no job ${id}.`);
+          return job;
+        },
+        read,
+        (job) => isFinal(job.state),
+      );
+    }
     const job = await jobGet(this.db, id);
     if (!job) throw new NotFoundError(`There is no job ${id}.`);
     return job;

@@ -112,10 +112,11 @@ export class WorkerProtocolService {
     return this.ctx.db;
   }
 
-  /** On shutdown: stop leasing and answer every waiting long-poll with 204 at once. */
+  /** On shutdown: stop leasing, answer every waiting long-poll with 204 and every wait for a job with the job, at once. */
   shutdown(): void {
     this.stopped = true;
     this.pipelines.waiters.shutdown();
+    this.pipelines.endWaiters.shutdown();
   }
 
   /**
@@ -146,12 +147,15 @@ export class WorkerProtocolService {
   }
 
   /**
-   * Gives a lease back: the job is queued again at once, the attempt not counted (a worker that
-   * stops before it began the work, or gives up its jobs when it shuts down). Repeating it is a 409:
-   * the token is no longer the job's lease.
+   * Gives a lease back: the job is queued again at once, or after `retryInMs` (a snooze), the
+   * attempt not counted (a worker that stops before it began the work, gives up its jobs when it
+   * shuts down, or finds it cannot run the job now); `state` is saved as after a heartbeat.
+   * Repeating it is a 409: the token is no longer the job's lease.
    */
-  async release(id: string, leaseToken: string): Promise<Job> {
-    const released = await jobReleaseLeases(this.db, [{ id, leaseToken }], this.ctx.clock.now());
+  async release(id: string, req: { leaseToken: string; retryInMs?: number | undefined; state?: unknown }): Promise<Job> {
+    const now = this.ctx.clock.now();
+    const runAt = req.retryInMs === undefined ? undefined : new Date(now.getTime() + req.retryInMs);
+    const released = await jobReleaseLeases(this.db, [{ id, leaseToken: req.leaseToken, runAt, state: req.state }], now, 'released');
     const job = await jobGet(this.db, id);
     if (!job) throw new NotFoundError(`There is no job ${id}.`);
     if (released === 0) {
@@ -159,7 +163,7 @@ export class WorkerProtocolService {
         `The lease token is not the current lease of job ${id} (the job is ${job.state} now): there is no lease of it to give back.`,
       );
     }
-    this.ctx.logger.info({ jobId: id, type: job.type }, 'lease given back');
+    this.ctx.logger.info({ jobId: id, type: job.type, runAt: job.runAt }, 'lease given back');
     return job;
   }
 
@@ -188,6 +192,7 @@ export class WorkerProtocolService {
       result: r.result,
       error: r.error,
       retryInMs: r.retryInMs,
+      final: r.final,
       state: r.state,
       jitter: backoffJitter(this.random),
     };
