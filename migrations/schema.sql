@@ -60,10 +60,11 @@ BEGIN
         FROM (SELECT * FROM input ORDER BY ord) AS i
       ),
       ins AS (
-        INSERT INTO public.job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, timebox, traceparent, created_at, updated_at)
+        INSERT INTO public.job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, timebox, traceparent, start_by,
+                             created_at, updated_at)
         OVERRIDING SYSTEM VALUE
         SELECT n.id, (n.j).type, (n.j).group_, (n.j).args, (n.j).subject, (n.j).submitter, (n.j).priority, (n.j).run_at,
-               (n.j).max_attempts, (n.j).timebox, (n.j).traceparent, now(), now()
+               (n.j).max_attempts, (n.j).timebox, (n.j).traceparent, (n.j).start_by, now(), now()
         FROM numbered AS n ORDER BY n.ord
       )
       SELECT n.id FROM numbered AS n ORDER BY n.ord;
@@ -236,14 +237,16 @@ DECLARE
   new_id bigint;
 BEGIN
   IF r.unique_key IS NULL THEN
-    INSERT INTO public.job (type, group_, args, subject, submitter, priority, run_at, max_attempts, timebox, traceparent, created_at, updated_at)
-    VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.timebox, r.traceparent, now(), now())
+    INSERT INTO public.job (type, group_, args, subject, submitter, priority, run_at, max_attempts, timebox, traceparent, start_by, created_at, updated_at)
+    VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.timebox, r.traceparent, r.start_by, now(), now())
     RETURNING id INTO new_id;
     RETURN new_id;
   END IF;
   FOR attempt IN 1..5 LOOP
-    INSERT INTO public.job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
-    VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.unique_key, r.timebox, r.traceparent, now(), now())
+    INSERT INTO public.job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, start_by,
+                         created_at, updated_at)
+    VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.unique_key, r.timebox, r.traceparent,
+            r.start_by, now(), now())
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running') DO NOTHING
     RETURNING id INTO new_id;
     IF new_id IS NOT NULL THEN
@@ -271,28 +274,33 @@ DECLARE
   r public.job;
   k text;
   v jsonb;
+  ts text;
 BEGIN
   IF j IS NULL OR jsonb_typeof(j) <> 'object' THEN
-    RETURN public.jobclock_job_row_fields(j, fn, at); -- raises, saying what a job looks like
+    RETURN public.jobclock_job_row_traced(j, fn, at); -- raises, saying what a job looks like
   END IF;
-  v := j - ARRAY['type', 'args', 'group', 'priority', 'runAt', 'maxAttempts', 'uniqueKey', 'timebox', 'subject', 'submitter', 'traceparent'];
+  v := j - ARRAY['type', 'args', 'group', 'priority', 'runAt', 'maxAttempts', 'uniqueKey', 'timebox', 'subject', 'submitter', 'traceparent',
+                 'startBy'];
   IF v <> '{}'::jsonb THEN
     SELECT min(key) INTO k FROM jsonb_object_keys(v) AS key;
-    RAISE EXCEPTION '%: % is not a field of a job; the fields are type, args, group, priority, runAt, maxAttempts, uniqueKey, timebox, subject, submitter, traceparent', fn, at || k
+    RAISE EXCEPTION '%: % is not a field of a job; the fields are type, args, group, priority, runAt, maxAttempts, uniqueKey, timebox, subject, submitter, traceparent, startBy', fn, at || k
       USING ERRCODE = 'invalid_parameter_value', COLUMN = k;
   END IF;
-  r := public.jobclock_job_row_fields(j - 'traceparent', fn, at);
-  v := j -> 'traceparent';
+  r := public.jobclock_job_row_traced(j - 'startBy', fn, at);
+  v := j -> 'startBy';
   IF v IS NOT NULL AND jsonb_typeof(v) <> 'null' THEN
+    ts := v #>> '{}';
     IF jsonb_typeof(v) <> 'string'
-       OR (v #>> '{}') !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
-       OR substr(v #>> '{}', 4, 32) = repeat('0', 32)
-       OR substr(v #>> '{}', 37, 16) = repeat('0', 16)
-       OR left(v #>> '{}', 2) = 'ff' THEN
-      RAISE EXCEPTION '%: %traceparent must be W3C Trace Context: 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lower case, ids not all zero; got %', fn, at, v
-        USING ERRCODE = 'invalid_parameter_value', COLUMN = 'traceparent';
+       OR ts !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$' THEN
+      RAISE EXCEPTION '%: %startBy must be an ISO 8601 timestamp with Z or an offset, like 2026-11-20T09:00:00Z, got %', fn, at, v
+        USING ERRCODE = 'invalid_parameter_value', COLUMN = 'startBy';
     END IF;
-    r.traceparent := v #>> '{}';
+    BEGIN
+      r.start_by := ts::timestamptz;
+    EXCEPTION WHEN data_exception THEN
+      RAISE EXCEPTION '%: %startBy % is not a valid date and time', fn, at, v
+        USING ERRCODE = 'invalid_parameter_value', COLUMN = 'startBy';
+    END;
   END IF;
   RETURN r;
 END;
@@ -421,6 +429,44 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_job_row_fields(j jsonb, fn text, at text) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_job_row_traced(j jsonb, fn text, at text)
+ RETURNS job
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+DECLARE
+  r public.job;
+  k text;
+  v jsonb;
+BEGIN
+  IF j IS NULL OR jsonb_typeof(j) <> 'object' THEN
+    RETURN public.jobclock_job_row_fields(j, fn, at); -- raises, saying what a job looks like
+  END IF;
+  v := j - ARRAY['type', 'args', 'group', 'priority', 'runAt', 'maxAttempts', 'uniqueKey', 'timebox', 'subject', 'submitter', 'traceparent'];
+  IF v <> '{}'::jsonb THEN
+    SELECT min(key) INTO k FROM jsonb_object_keys(v) AS key;
+    RAISE EXCEPTION '%: % is not a field of a job; the fields are type, args, group, priority, runAt, maxAttempts, uniqueKey, timebox, subject, submitter, traceparent', fn, at || k
+      USING ERRCODE = 'invalid_parameter_value', COLUMN = k;
+  END IF;
+  r := public.jobclock_job_row_fields(j - 'traceparent', fn, at);
+  v := j -> 'traceparent';
+  IF v IS NOT NULL AND jsonb_typeof(v) <> 'null' THEN
+    IF jsonb_typeof(v) <> 'string'
+       OR (v #>> '{}') !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+       OR substr(v #>> '{}', 4, 32) = repeat('0', 32)
+       OR substr(v #>> '{}', 37, 16) = repeat('0', 16)
+       OR left(v #>> '{}', 2) = 'ff' THEN
+      RAISE EXCEPTION '%: %traceparent must be W3C Trace Context: 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lower case, ids not all zero; got %', fn, at, v
+        USING ERRCODE = 'invalid_parameter_value', COLUMN = 'traceparent';
+    END IF;
+    r.traceparent := v #>> '{}';
+  END IF;
+  RETURN r;
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_job_row_traced(j jsonb, fn text, at text) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.jobclock_notify_job_done()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -430,6 +476,7 @@ BEGIN
   RETURN NULL;
 END;
 $function$;
+REVOKE ALL ON FUNCTION public.jobclock_notify_job_done() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.jobclock_notify_job_inserted()
  RETURNS trigger

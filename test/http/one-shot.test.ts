@@ -178,6 +178,39 @@ describe('startBy', () => {
   });
 });
 
+describe('startBy from SQL', () => {
+  it('is taken by jobclock_add_job and jobclock_add_jobs, and the lease drops the job past it', async () => {
+    // runAt: the functions read the database's clock, the test's is a manual one
+    const { rows } = await tdb.db.pool.query(
+      `SELECT jobclock_add_job('t', NULL, jsonb_build_object('startBy', $1::text, 'runAt', $2::text)) AS id`,
+      [at(1_000), T0],
+    );
+    const one = String(rows[0].id);
+    const many = await tdb.db.pool.query(`SELECT jobclock_add_jobs($1::jsonb) AS id`, [
+      JSON.stringify([
+        { type: 't', startBy: at(2_000), runAt: T0 },
+        { type: 't', uniqueKey: 'u', startBy: at(3_000), runAt: T0 },
+      ]),
+    ]);
+    const ids = many.rows.map((r) => String(r.id));
+    expect((await api.get(`/jobs/${ids[0]}`)).body.startBy).toBe(at(2_000));
+    expect((await api.get(`/jobs/${ids[1]}`)).body.startBy).toBe(at(3_000));
+    clock.advance(2_500);
+    expect((await leaseOne()).id).toBe(ids[1]);
+    expect((await api.get(`/jobs/${one}`)).body).toMatchObject({ state: 'dropped', error: { reason: 'expired' } });
+  });
+
+  it('refuses a startBy that is not a timestamp, naming it', async () => {
+    await expect(tdb.db.pool.query(`SELECT jobclock_add_job('t', NULL, '{"startBy": "soon"}')`)).rejects.toMatchObject({
+      message: expect.stringContaining('options.startBy must be an ISO 8601 timestamp'),
+      column: 'startBy',
+    });
+    await expect(tdb.db.pool.query(`SELECT jobclock_add_job('t', NULL, '{"colour": 1}')`)).rejects.toMatchObject({
+      message: expect.stringContaining('traceparent, startBy'),
+    });
+  });
+});
+
 describe('uniqueFor', () => {
   it('matches a final job created within uniqueFor: a retried POST gets that job', async () => {
     const first = await api.post('/jobs', { type: 't', uniqueKey: 'order-1', uniqueFor: '24h' });
