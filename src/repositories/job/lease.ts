@@ -230,17 +230,14 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
       FROM candidates c LEFT JOIN tasks t ON t.id = c.periodic_task_id
       WHERE c.id NOT IN (SELECT id FROM refused)
     ),
-    expiry AS MATERIALIZED (
-      SELECT r.*, r.start_by IS NOT NULL AND r.start_by <= ${now} AS expired FROM ranked r
-    ),
     -- freshness: a job past its startBy is never handed out (dropped, reason expired), beside the
     -- periodic drop check
     decided AS MATERIALIZED (
-      SELECT r.*,
-             r.expired OR (r.has_task AND r.run_interval IS NOT NULL AND (
+      SELECT r.*, (r.start_by <= ${now}) IS TRUE AS expired,
+             (r.start_by <= ${now}) IS TRUE OR (r.has_task AND r.run_interval IS NOT NULL AND (
                r.nth > 1 OR (r.last_run IS NOT NULL AND ${now} < r.last_run + ${ms(sql`r.run_interval - r.run_tolerance`)})
              )) AS to_drop
-      FROM expiry r
+      FROM ranked r
     ),
     -- per job that got slots: when the last job that held one of them stopped (arrays, looked up
     -- by position: not a subquery per job over the grants)
