@@ -175,7 +175,9 @@ export class JobService {
         async () => {
           const job = await jobWatch(this.db, id);
           if (!job) throw new NotFoundError(`There is no job ${id}.`);
-          return job;
+          // a report that committed while the mark waited for the row was not told (the job was
+          // not watched yet), and the mark's snapshot predates it: a fresh read sees its outcome
+          return isFinal(job.state) ? job : read();
         },
         read,
         (job) => isFinal(job.state),
