@@ -5,12 +5,14 @@
  * Job states, documented by who moves a job out of each (JOB_TRANSITIONS lists every move, and a
  * test records the moves the real statements make and checks them against it):
  * - queued:    POST /jobs/next leases it (-> running), or the lease-time drop check drops it
- *              (-> dropped); PATCH changes its priority/runAt; cancel, or a new run of its
+ *              (-> dropped; also a job past its startBy, which the LeaseReaper drops too when
+ *              no lease met it); PATCH changes its priority/runAt; cancel, or a new run of its
  *              periodic task under policy replace (-> cancelled)
  * - running:   its worker reports finished (-> finished) or failed (-> queued with attempts left,
  *              else failed); the LeaseReaper requeues or fails it when the lease expires, and fails
  *              it when its deadline and grace have passed; a lease whose worker disconnected before
- *              receiving it is given back (-> queued, the attempt not counted); cancel, or policy
+ *              receiving it, or that its worker releases (at once or snoozed), is given back
+ *              (-> queued, the attempt not counted); cancel, or policy
  *              replace (-> cancelled: the worker learns it at its next heartbeat)
  * - finished, failed, dropped, cancelled: final; only POST /jobs/{id}/retry moves a failed,
  *              dropped or cancelled job out again (-> queued); retention deletes final jobs older

@@ -19,8 +19,8 @@ export interface TickResult {
 }
 
 /**
- * Requeues or fails jobs whose lease expired, and fails jobs past deadline + grace with a timebox
- * error. Safe with any number of instances: every change is a compare-and-set on the lease token.
+ * Requeues or fails jobs whose lease expired, fails jobs past deadline + grace with a timebox
+ * error, and drops queued jobs past their startBy that no lease met (the lease drops those it meets). Safe with any number of instances: every change is a compare-and-set on the lease token.
  */
 export class LeaseReaper extends LoopService {
   protected readonly loop: Loop;
