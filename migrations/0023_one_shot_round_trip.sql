@@ -29,6 +29,19 @@ CREATE TRIGGER job_watched_done AFTER UPDATE OF state ON job FOR EACH ROW
   WHEN (NEW.watched AND NEW.state IS DISTINCT FROM OLD.state AND NEW.state IN ('finished', 'failed', 'dropped', 'cancelled'))
   EXECUTE FUNCTION jobclock_notify_job_done();
 
+-- Defaults per job type (PATCH /types/{type} defaults): applied to new jobs of the type that do not
+-- say otherwise, over HTTP and in jobclock_add_job(s) alike; `lease` to leases that name none.
+CREATE TABLE job_type_defaults (
+  type         text PRIMARY KEY CHECK (length(type) BETWEEN 1 AND 200),
+  max_attempts integer CHECK (max_attempts >= 1),
+  timebox      bigint CHECK (timebox > 0),
+  lease        bigint CHECK (lease > 0),
+  priority     integer,
+  -- startBy = creation + this
+  start_within bigint CHECK (start_within > 0),
+  updated_at   timestamptz NOT NULL
+);
+
 -- jobclock_add_job / jobclock_add_jobs take `startBy` as POST /jobs does. As 0011 did for
 -- traceparent: the validator of 0011 stays, renamed jobclock_job_row_traced; jobclock_job_row checks
 -- the fields (the list now names startBy), validates startBy and lets the old one do the rest. The
@@ -50,6 +63,7 @@ DECLARE
   k text;
   v jsonb;
   ts text;
+  dflt @s@.job_type_defaults;
 BEGIN
   IF j IS NULL OR jsonb_typeof(j) <> 'object' THEN
     RETURN @s@.jobclock_job_row_traced(j, fn, at); -- raises, saying what a job looks like
@@ -62,6 +76,16 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value', COLUMN = k;
   END IF;
   r := @s@.jobclock_job_row_traced(j - 'startBy', fn, at);
+  -- the type's defaults, for the fields the job does not give
+  SELECT d.* INTO dflt FROM @s@.job_type_defaults d WHERE d.type = r.type;
+  IF FOUND THEN
+    IF NOT j ? 'maxAttempts' AND dflt.max_attempts IS NOT NULL THEN r.max_attempts := dflt.max_attempts; END IF;
+    IF NOT j ? 'timebox' AND dflt.timebox IS NOT NULL THEN r.timebox := dflt.timebox; END IF;
+    IF NOT j ? 'priority' AND dflt.priority IS NOT NULL THEN r.priority := dflt.priority; END IF;
+    IF NOT j ? 'startBy' AND dflt.start_within IS NOT NULL THEN
+      r.start_by := now() + dflt.start_within * interval '1 millisecond';
+    END IF;
+  END IF;
   v := j -> 'startBy';
   IF v IS NOT NULL AND jsonb_typeof(v) <> 'null' THEN
     ts := v #>> '{}';

@@ -275,6 +275,7 @@ DECLARE
   k text;
   v jsonb;
   ts text;
+  dflt public.job_type_defaults;
 BEGIN
   IF j IS NULL OR jsonb_typeof(j) <> 'object' THEN
     RETURN public.jobclock_job_row_traced(j, fn, at); -- raises, saying what a job looks like
@@ -287,6 +288,16 @@ BEGIN
       USING ERRCODE = 'invalid_parameter_value', COLUMN = k;
   END IF;
   r := public.jobclock_job_row_traced(j - 'startBy', fn, at);
+  -- the type's defaults, for the fields the job does not give
+  SELECT d.* INTO dflt FROM public.job_type_defaults d WHERE d.type = r.type;
+  IF FOUND THEN
+    IF NOT j ? 'maxAttempts' AND dflt.max_attempts IS NOT NULL THEN r.max_attempts := dflt.max_attempts; END IF;
+    IF NOT j ? 'timebox' AND dflt.timebox IS NOT NULL THEN r.timebox := dflt.timebox; END IF;
+    IF NOT j ? 'priority' AND dflt.priority IS NOT NULL THEN r.priority := dflt.priority; END IF;
+    IF NOT j ? 'startBy' AND dflt.start_within IS NOT NULL THEN
+      r.start_by := now() + dflt.start_within * interval '1 millisecond';
+    END IF;
+  END IF;
   v := j -> 'startBy';
   IF v IS NOT NULL AND jsonb_typeof(v) <> 'null' THEN
     ts := v #>> '{}';
@@ -784,6 +795,16 @@ CREATE TABLE job_search (
   text text NOT NULL
 ) PARTITION BY RANGE (id);
 
+CREATE TABLE job_type_defaults (
+  type text NOT NULL,
+  max_attempts integer,
+  timebox bigint,
+  lease bigint,
+  priority integer,
+  start_within bigint,
+  updated_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE jobclock_migration_checksum (
   name text NOT NULL,
   sha256 text NOT NULL,
@@ -884,6 +905,12 @@ ALTER TABLE ONLY job ADD CONSTRAINT job_unique_key_check CHECK (((length(unique_
 ALTER TABLE ONLY job ADD CONSTRAINT job_periodic_task_id_fkey FOREIGN KEY (periodic_task_id) REFERENCES periodic_task(id) ON DELETE SET NULL;
 ALTER TABLE ONLY job_event ADD CONSTRAINT job_event_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY job_search ADD CONSTRAINT job_search_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_pkey PRIMARY KEY (type);
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_lease_check CHECK ((lease > 0));
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_max_attempts_check CHECK ((max_attempts >= 1));
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_start_within_check CHECK ((start_within > 0));
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_timebox_check CHECK ((timebox > 0));
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_type_check CHECK (((length(type) >= 1) AND (length(type) <= 200)));
 ALTER TABLE ONLY jobclock_migration_checksum ADD CONSTRAINT jobclock_migration_checksum_pkey PRIMARY KEY (name);
 ALTER TABLE ONLY kysely_migration ADD CONSTRAINT kysely_migration_pkey PRIMARY KEY (name);
 ALTER TABLE ONLY kysely_migration_lock ADD CONSTRAINT kysely_migration_lock_pkey PRIMARY KEY (id);

@@ -30,6 +30,7 @@ import {
 import { type Explanation, explainJob } from '../domain/explain.js';
 import { type JobEvent, jobHistory } from '../domain/job-history.js';
 import { flowFactsOf, jobsAhead } from '../repositories/flow.js';
+import { type TypeDefaults, typeDefaultsOf } from '../repositories/type-defaults.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { JobPipelines } from './job-pipelines.js';
@@ -58,20 +59,21 @@ export class JobService {
     return this.ctx.db;
   }
 
-  private insertRow(j: NewJob, now: Date): JobInsertRow {
+  /** A row to insert: what the job says, else its type's defaults, else jobclock's. */
+  private insertRow(j: NewJob, now: Date, d: TypeDefaults | undefined): JobInsertRow {
     return {
       type: j.type,
       group: j.group ?? 'default',
       args: j.args ?? null,
       subject: j.subject ?? null,
       submitter: j.submitter ?? null,
-      priority: j.priority ?? 0,
+      priority: j.priority ?? d?.priority ?? 0,
       runAt: j.runAt ?? now,
-      maxAttempts: j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      maxAttempts: j.maxAttempts ?? d?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
       uniqueKey: j.uniqueKey ?? null,
-      timebox: j.timebox ?? null,
+      timebox: j.timebox !== undefined ? j.timebox : (d?.timebox ?? null),
       traceparent: j.traceparent ?? null,
-      startBy: j.startBy ?? null,
+      startBy: j.startBy !== undefined ? j.startBy : d?.startWithin !== undefined ? new Date(now.getTime() + d.startWithin) : null,
       uniqueFor: j.uniqueKey ? (j.uniqueFor ?? null) : null,
     };
   }
@@ -82,7 +84,8 @@ export class JobService {
    * requests are inserted together (one statement, one commit).
    */
   async create(input: NewJob): Promise<{ job: Job; created: boolean }> {
-    const row = this.insertRow(input, this.ctx.clock.now());
+    const defaults = await typeDefaultsOf(this.db, [input.type]);
+    const row = this.insertRow(input, this.ctx.clock.now(), defaults.get(input.type));
     for (let i = 0; i < UNIQUE_RETRIES; i++) {
       const job = await this.inserter.submit(row);
       if (job) {
@@ -102,7 +105,11 @@ export class JobService {
    */
   async createMany(inputs: readonly NewJob[]): Promise<Job[]> {
     const now = this.ctx.clock.now();
-    const rows = inputs.map((j) => this.insertRow(j, now));
+    const defaults = await typeDefaultsOf(
+      this.db,
+      inputs.map((j) => j.type),
+    );
+    const rows = inputs.map((j) => this.insertRow(j, now, defaults.get(j.type)));
     const out = rows.some((r) => r.uniqueKey)
       ? await withTransaction(this.db, (tx) => this.insertSettlingKeys(tx, rows, now))
       : await jobInsertMany(this.db, rows, now);

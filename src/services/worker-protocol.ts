@@ -5,15 +5,7 @@
  */
 import { retryOnDeadlock } from '../db/database.js';
 import { LeaseLostError, NotFoundError } from '../domain/errors.js';
-import {
-  backoffJitter,
-  DEFAULT_LEASE_MS,
-  type Job,
-  type JobState,
-  type LeasedJob,
-  type RandomSource,
-  shouldCancel,
-} from '../domain/job.js';
+import { backoffJitter, type Job, type JobState, type LeasedJob, type RandomSource, shouldCancel } from '../domain/job.js';
 import {
   claimAgain,
   jobGet,
@@ -126,7 +118,7 @@ export class WorkerProtocolService {
   async next(req: LeaseRequest, signal?: AbortSignal): Promise<LeasedJob[]> {
     if (this.stopped) return [];
     const filter = { types: req.types, groups: req.groups };
-    const ask = { worker: req.worker, limit: req.limit ?? 1, leaseMs: req.leaseMs ?? DEFAULT_LEASE_MS };
+    const ask = { worker: req.worker, limit: req.limit ?? 1, leaseMs: req.leaseMs ?? null };
     const attempt = () => (this.stopped ? Promise.resolve([]) : this.leaser.lease(filter, ask));
     const seen = this.waiters.sequence();
     let jobs = await attempt();
@@ -230,7 +222,7 @@ export class WorkerProtocolService {
   ): Promise<{ answers: ReportAnswer[]; leased: LeasedJob[] }> {
     const inputs = reqs.map((r) => this.toInput(r));
     const filter = { types: next.types, groups: next.groups };
-    const slot = { worker: next.worker, leaseMs: next.leaseMs ?? DEFAULT_LEASE_MS };
+    const slot = { worker: next.worker, leaseMs: next.leaseMs ?? null };
     const limit = next.limit ?? 1;
     // the reports and the claims lock job, task and permit rows another transaction may lock in
     // another order: on a deadlock the whole transaction runs again (nothing of it was applied)

@@ -260,3 +260,38 @@ describe('uniqueFor', () => {
     expect(Number((await tdb.db.pool.query('SELECT count(*) FROM job')).rows[0].count)).toBe(0);
   });
 });
+
+describe('defaults per type', () => {
+  it('apply to new jobs of the type that do not say otherwise, over HTTP and in SQL, and to leases without lease', async () => {
+    const res = await api.patch('/types/mail.bulk', {
+      defaults: { maxAttempts: 10, timebox: '2m', lease: '5m', priority: 3, startWithin: '1h' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.defaults).toEqual({ maxAttempts: 10, timebox: '2m', lease: '5m', priority: 3, startWithin: '1h' });
+    expect((await api.get('/types/mail.bulk')).body.defaults).toEqual(res.body.defaults);
+    const plain = await api.create({ type: 'mail.bulk' });
+    expect(plain).toMatchObject({ maxAttempts: 10, timebox: '2m', priority: 3, startBy: at(3600_000) });
+    const own = await api.create({ type: 'mail.bulk', maxAttempts: 2, timebox: null, priority: 0, startBy: null });
+    expect(own).toMatchObject({ maxAttempts: 2, timebox: null, priority: 0, startBy: null });
+    const batch = await api.post('/jobs/batch', { jobs: [{ type: 'mail.bulk' }, { type: 'other' }] });
+    expect(batch.body.jobs.map((j: { maxAttempts: number }) => j.maxAttempts)).toEqual([10, 3]);
+    const { rows } = await tdb.db.pool.query(`SELECT jobclock_add_job('mail.bulk', NULL, '{"priority": 1}') AS id`);
+    expect((await api.get(`/jobs/${rows[0].id}`)).body).toMatchObject({ maxAttempts: 10, timebox: '2m', priority: 1 });
+    await tdb.db.pool.query('DELETE FROM job WHERE id <> $1', [plain.id]);
+    const leased = await leaseOne('mail.bulk');
+    expect(leased.leaseExpiresAt).toBe(at(300_000));
+    await api.create({ type: 'mail.bulk' });
+    const [named] = await api.lease({ worker: 'w1', types: ['mail.bulk'], lease: '10s' });
+    expect(named!.leaseExpiresAt).toBe(at(10_000));
+  });
+
+  it('are removed with null, and refuse unknown fields naming them, changing nothing', async () => {
+    await api.patch('/types/mail.bulk2', { defaults: { maxAttempts: 7 } });
+    const bad = await api.patch('/types/mail.bulk2', { defaults: { maxAttempts: 5, colour: 'red' } });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body.errors)).toContain('colour');
+    expect((await api.get('/types/mail.bulk2')).body.defaults).toEqual({ maxAttempts: 7 });
+    expect((await api.patch('/types/mail.bulk2', { defaults: null })).body.defaults).toBeNull();
+    expect((await api.create({ type: 'mail.bulk2' })).maxAttempts).toBe(3);
+  });
+});

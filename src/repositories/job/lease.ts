@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
+import { DEFAULT_LEASE_MS } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { iso, ms } from './sql.js';
@@ -7,7 +8,8 @@ import { iso, ms } from './sql.js';
 /** One place in a claim: a job for this worker, leased for this long. */
 export interface LeaseSlot {
   worker: string;
-  leaseMs: number;
+  /** null: the job type's default lease, else DEFAULT_LEASE_MS. */
+  leaseMs: number | null;
 }
 
 export interface LeaseParams {
@@ -109,6 +111,9 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
     const lowerLevel = byType
       ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${laneTypes}) AND j.priority < (SELECT max(priority) FROM lanes)`
       : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
+    // a lease that names no length takes the job type's default (a probe of a table that is
+    // empty unless types have defaults), else jobclock's
+    const lease = sql`coalesce(s.lease, (SELECT td.lease FROM job_type_defaults td WHERE td.type = j.type), ${DEFAULT_LEASE_MS}::bigint)`;
     const windowStart = (alias: string) => sql`${now} - ${ms(sql`${sql.ref(`${alias}.rate_window_ms`)}`)}`;
     return sql<Row>`
     WITH slots AS MATERIALIZED (
@@ -259,8 +264,8 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
         worker = s.worker,
         attempts = j.attempts + 1,
         lease_token = gen_random_uuid(),
-        lease_expires_at = d.start_at + ${ms(sql`s.lease`)},
-        lease_duration = s.lease,
+        lease_expires_at = d.start_at + ${ms(lease)},
+        lease_duration = ${lease},
         started_at = d.start_at,
         deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE d.start_at + ${ms(sql`j.timebox`)} END,
         finished_at = NULL,

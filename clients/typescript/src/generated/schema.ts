@@ -1066,6 +1066,8 @@ export interface components {
                 /** @description Queued with runAt in the future */
                 scheduled: number;
             };
+            /** @description On GET and PATCH /types/{type}: the defaults for new jobs, or null. */
+            defaults?: components["schemas"]["JobTypeDefaultsView"] | null;
             /** @description runAt of the oldest runnable queued job, or null */
             oldestQueuedAt: string | null;
             paused: boolean;
@@ -1073,9 +1075,68 @@ export interface components {
             rate: string | null;
             type: string;
         };
+        /**
+         * @example {
+         *       "maxAttempts": 10,
+         *       "timebox": "2m",
+         *       "startWithin": "1h"
+         *     }
+         */
+        JobTypeDefaultsInput: {
+            /**
+             * @description The lease of leases that name none. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 1m
+             */
+            lease?: string;
+            /** @example 10 */
+            maxAttempts?: number;
+            /**
+             * @description Higher runs first.
+             * @example 0
+             */
+            priority?: number;
+            /**
+             * @description New jobs that set no startBy get startBy = creation + this. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 2m
+             */
+            startWithin?: string;
+            /**
+             * @description The timebox of new jobs that set none. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 2m
+             */
+            timebox?: string;
+        };
+        JobTypeDefaultsView: {
+            lease?: string;
+            maxAttempts?: number;
+            priority?: number;
+            startWithin?: string;
+            timebox?: string;
+        };
         JobTypeList: {
             items: components["schemas"]["JobType"][];
             nextCursor: string | null;
+        };
+        /**
+         * @example {
+         *       "defaults": {
+         *         "maxAttempts": 10,
+         *         "timebox": "2m",
+         *         "startWithin": "1h"
+         *       }
+         *     }
+         */
+        JobTypePatchInput: {
+            /**
+             * @description At most this many of its jobs running at once; null: no limit
+             * @example 5
+             */
+            concurrency?: number | null;
+            /** @description Applied to new jobs of the type that do not say otherwise (HTTP and SQL alike); null removes them. */
+            defaults?: components["schemas"]["JobTypeDefaultsInput"] | null;
+            /** @description true: no job of it is leased; running jobs go on */
+            paused?: boolean;
+            rate?: string | null;
         };
         /**
          * @description A job handed to a worker, with its lease.
@@ -4686,7 +4747,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["FlowPolicyPatchInput"];
+                "application/json": components["schemas"]["JobTypePatchInput"];
             };
         };
         responses: {
