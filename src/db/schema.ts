@@ -169,6 +169,17 @@ export interface JobclockMigrationChecksumTable {
 }
 
 /** Every table jobclock queries (migrations/schema.sql has the whole schema). */
+/** Defaults for new jobs of a type (PATCH /types/{type} defaults, migration 0023); durations in ms. */
+export interface JobTypeDefaultsTable {
+  type: string;
+  max_attempts: number | null;
+  timebox: number | null;
+  lease: number | null;
+  priority: number | null;
+  start_within: number | null;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   periodic_task: PeriodicTaskTable;
   job: JobTable;
@@ -178,6 +189,7 @@ export interface Database {
   flow_policy: FlowPolicyTable;
   flow_slot: FlowSlotTable;
   flow_token: FlowTokenTable;
+  job_type_defaults: JobTypeDefaultsTable;
   kysely_migration: KyselyMigrationTable;
   kysely_migration_lock: KyselyMigrationLockTable;
   jobclock_migration_checksum: JobclockMigrationChecksumTable;
