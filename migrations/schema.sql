@@ -60,10 +60,11 @@ BEGIN
         FROM (SELECT * FROM input ORDER BY ord) AS i
       ),
       ins AS (
-        INSERT INTO public.job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, timebox, traceparent, created_at, updated_at)
+        INSERT INTO public.job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, timebox, traceparent, start_by,
+                             created_at, updated_at)
         OVERRIDING SYSTEM VALUE
         SELECT n.id, (n.j).type, (n.j).group_, (n.j).args, (n.j).subject, (n.j).submitter, (n.j).priority, (n.j).run_at,
-               (n.j).max_attempts, (n.j).timebox, (n.j).traceparent, now(), now()
+               (n.j).max_attempts, (n.j).timebox, (n.j).traceparent, (n.j).start_by, now(), now()
         FROM numbered AS n ORDER BY n.ord
       )
       SELECT n.id FROM numbered AS n ORDER BY n.ord;
@@ -236,14 +237,16 @@ DECLARE
   new_id bigint;
 BEGIN
   IF r.unique_key IS NULL THEN
-    INSERT INTO public.job (type, group_, args, subject, submitter, priority, run_at, max_attempts, timebox, traceparent, created_at, updated_at)
-    VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.timebox, r.traceparent, now(), now())
+    INSERT INTO public.job (type, group_, args, subject, submitter, priority, run_at, max_attempts, timebox, traceparent, start_by, created_at, updated_at)
+    VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.timebox, r.traceparent, r.start_by, now(), now())
     RETURNING id INTO new_id;
     RETURN new_id;
   END IF;
   FOR attempt IN 1..5 LOOP
-    INSERT INTO public.job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
-    VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.unique_key, r.timebox, r.traceparent, now(), now())
+    INSERT INTO public.job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, start_by,
+                         created_at, updated_at)
+    VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.unique_key, r.timebox, r.traceparent,
+            r.start_by, now(), now())
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running') DO NOTHING
     RETURNING id INTO new_id;
     IF new_id IS NOT NULL THEN
@@ -271,28 +274,44 @@ DECLARE
   r public.job;
   k text;
   v jsonb;
+  ts text;
+  dflt public.job_type_defaults;
 BEGIN
   IF j IS NULL OR jsonb_typeof(j) <> 'object' THEN
-    RETURN public.jobclock_job_row_fields(j, fn, at); -- raises, saying what a job looks like
+    RETURN public.jobclock_job_row_traced(j, fn, at); -- raises, saying what a job looks like
   END IF;
-  v := j - ARRAY['type', 'args', 'group', 'priority', 'runAt', 'maxAttempts', 'uniqueKey', 'timebox', 'subject', 'submitter', 'traceparent'];
+  v := j - ARRAY['type', 'args', 'group', 'priority', 'runAt', 'maxAttempts', 'uniqueKey', 'timebox', 'subject', 'submitter', 'traceparent',
+                 'startBy'];
   IF v <> '{}'::jsonb THEN
     SELECT min(key) INTO k FROM jsonb_object_keys(v) AS key;
-    RAISE EXCEPTION '%: % is not a field of a job; the fields are type, args, group, priority, runAt, maxAttempts, uniqueKey, timebox, subject, submitter, traceparent', fn, at || k
+    RAISE EXCEPTION '%: % is not a field of a job; the fields are type, args, group, priority, runAt, maxAttempts, uniqueKey, timebox, subject, submitter, traceparent, startBy', fn, at || k
       USING ERRCODE = 'invalid_parameter_value', COLUMN = k;
   END IF;
-  r := public.jobclock_job_row_fields(j - 'traceparent', fn, at);
-  v := j -> 'traceparent';
-  IF v IS NOT NULL AND jsonb_typeof(v) <> 'null' THEN
-    IF jsonb_typeof(v) <> 'string'
-       OR (v #>> '{}') !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
-       OR substr(v #>> '{}', 4, 32) = repeat('0', 32)
-       OR substr(v #>> '{}', 37, 16) = repeat('0', 16)
-       OR left(v #>> '{}', 2) = 'ff' THEN
-      RAISE EXCEPTION '%: %traceparent must be W3C Trace Context: 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lower case, ids not all zero; got %', fn, at, v
-        USING ERRCODE = 'invalid_parameter_value', COLUMN = 'traceparent';
+  r := public.jobclock_job_row_traced(j - 'startBy', fn, at);
+  -- the type's defaults, for the fields the job does not give
+  SELECT d.* INTO dflt FROM public.job_type_defaults d WHERE d.type = r.type;
+  IF FOUND THEN
+    IF NOT j ? 'maxAttempts' AND dflt.max_attempts IS NOT NULL THEN r.max_attempts := dflt.max_attempts; END IF;
+    IF NOT j ? 'timebox' AND dflt.timebox IS NOT NULL THEN r.timebox := dflt.timebox; END IF;
+    IF NOT j ? 'priority' AND dflt.priority IS NOT NULL THEN r.priority := dflt.priority; END IF;
+    IF NOT j ? 'startBy' AND dflt.start_within IS NOT NULL THEN
+      r.start_by := now() + dflt.start_within * interval '1 millisecond';
     END IF;
-    r.traceparent := v #>> '{}';
+  END IF;
+  v := j -> 'startBy';
+  IF v IS NOT NULL AND jsonb_typeof(v) <> 'null' THEN
+    ts := v #>> '{}';
+    IF jsonb_typeof(v) <> 'string'
+       OR ts !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)$' THEN
+      RAISE EXCEPTION '%: %startBy must be an ISO 8601 timestamp with Z or an offset, like 2026-11-20T09:00:00Z, got %', fn, at, v
+        USING ERRCODE = 'invalid_parameter_value', COLUMN = 'startBy';
+    END IF;
+    BEGIN
+      r.start_by := ts::timestamptz;
+    EXCEPTION WHEN data_exception THEN
+      RAISE EXCEPTION '%: %startBy % is not a valid date and time', fn, at, v
+        USING ERRCODE = 'invalid_parameter_value', COLUMN = 'startBy';
+    END;
   END IF;
   RETURN r;
 END;
@@ -420,6 +439,55 @@ BEGIN
 END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_job_row_fields(j jsonb, fn text, at text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION public.jobclock_job_row_traced(j jsonb, fn text, at text)
+ RETURNS job
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+DECLARE
+  r public.job;
+  k text;
+  v jsonb;
+BEGIN
+  IF j IS NULL OR jsonb_typeof(j) <> 'object' THEN
+    RETURN public.jobclock_job_row_fields(j, fn, at); -- raises, saying what a job looks like
+  END IF;
+  v := j - ARRAY['type', 'args', 'group', 'priority', 'runAt', 'maxAttempts', 'uniqueKey', 'timebox', 'subject', 'submitter', 'traceparent'];
+  IF v <> '{}'::jsonb THEN
+    SELECT min(key) INTO k FROM jsonb_object_keys(v) AS key;
+    RAISE EXCEPTION '%: % is not a field of a job; the fields are type, args, group, priority, runAt, maxAttempts, uniqueKey, timebox, subject, submitter, traceparent', fn, at || k
+      USING ERRCODE = 'invalid_parameter_value', COLUMN = k;
+  END IF;
+  r := public.jobclock_job_row_fields(j - 'traceparent', fn, at);
+  v := j -> 'traceparent';
+  IF v IS NOT NULL AND jsonb_typeof(v) <> 'null' THEN
+    IF jsonb_typeof(v) <> 'string'
+       OR (v #>> '{}') !~ '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+       OR substr(v #>> '{}', 4, 32) = repeat('0', 32)
+       OR substr(v #>> '{}', 37, 16) = repeat('0', 16)
+       OR left(v #>> '{}', 2) = 'ff' THEN
+      RAISE EXCEPTION '%: %traceparent must be W3C Trace Context: 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lower case, ids not all zero; got %', fn, at, v
+        USING ERRCODE = 'invalid_parameter_value', COLUMN = 'traceparent';
+    END IF;
+    r.traceparent := v #>> '{}';
+  END IF;
+  RETURN r;
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_job_row_traced(j jsonb, fn text, at text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION public.jobclock_notify_job_done()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  PERFORM pg_notify('jobclock_job_done', NEW.id::text);
+  RETURN NULL;
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_notify_job_done() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.jobclock_notify_job_inserted()
  RETURNS trigger
@@ -786,7 +854,10 @@ CREATE TABLE job (
   created_at timestamp with time zone DEFAULT now() NOT NULL,
   updated_at timestamp with time zone DEFAULT now() NOT NULL,
   traceparent text,
-  holds_slot boolean DEFAULT false NOT NULL
+  holds_slot boolean DEFAULT false NOT NULL,
+  checkpoint jsonb,
+  start_by timestamp with time zone,
+  watched boolean DEFAULT false NOT NULL
 ) WITH (autovacuum_analyze_scale_factor=0.05, autovacuum_analyze_threshold=50000, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_insert_scale_factor=0, autovacuum_vacuum_insert_threshold=100000, autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=20000, vacuum_index_cleanup=on);
 
 CREATE TABLE job_event (
@@ -808,6 +879,16 @@ CREATE TABLE job_search (
   args jsonb,
   text text NOT NULL
 ) PARTITION BY RANGE (id);
+
+CREATE TABLE job_type_defaults (
+  type text NOT NULL,
+  max_attempts integer,
+  timebox bigint,
+  lease bigint,
+  priority integer,
+  start_within bigint,
+  updated_at timestamp with time zone NOT NULL
+);
 
 CREATE TABLE jobclock_migration_checksum (
   name text NOT NULL,
@@ -938,6 +1019,12 @@ ALTER TABLE ONLY job ADD CONSTRAINT job_unique_key_check CHECK (((length(unique_
 ALTER TABLE ONLY job ADD CONSTRAINT job_periodic_task_id_fkey FOREIGN KEY (periodic_task_id) REFERENCES periodic_task(id) ON DELETE SET NULL;
 ALTER TABLE ONLY job_event ADD CONSTRAINT job_event_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY job_search ADD CONSTRAINT job_search_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_pkey PRIMARY KEY (type);
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_lease_check CHECK ((lease > 0));
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_max_attempts_check CHECK ((max_attempts >= 1));
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_start_within_check CHECK ((start_within > 0));
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_timebox_check CHECK ((timebox > 0));
+ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_type_check CHECK (((length(type) >= 1) AND (length(type) <= 200)));
 ALTER TABLE ONLY jobclock_migration_checksum ADD CONSTRAINT jobclock_migration_checksum_pkey PRIMARY KEY (name);
 ALTER TABLE ONLY kysely_migration ADD CONSTRAINT kysely_migration_pkey PRIMARY KEY (name);
 ALTER TABLE ONLY kysely_migration_lock ADD CONSTRAINT kysely_migration_lock_pkey PRIMARY KEY (id);
@@ -984,7 +1071,9 @@ CREATE INDEX job_open_by_task_idx ON public.job USING btree (periodic_task_id) W
 CREATE UNIQUE INDEX job_periodic_slot_key ON public.job USING btree (periodic_task_id, scheduled_at) WHERE (periodic_task_id IS NOT NULL);
 CREATE INDEX job_queued_id_idx ON public.job USING btree (id) WHERE (state = 'queued'::text);
 CREATE INDEX job_queued_run_at_idx ON public.job USING btree (run_at) WHERE (state = 'queued'::text);
+CREATE INDEX job_start_by_idx ON public.job USING btree (start_by) WHERE ((state = 'queued'::text) AND (start_by IS NOT NULL));
 CREATE INDEX job_task_idx ON public.job USING btree (periodic_task_id, id) WHERE (periodic_task_id IS NOT NULL);
+CREATE INDEX job_unique_key_created_idx ON public.job USING btree (unique_key, created_at DESC) WHERE (unique_key IS NOT NULL);
 CREATE UNIQUE INDEX job_unique_key_idx ON public.job USING btree (unique_key) WHERE ((unique_key IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX job_event_job_idx ON public.job_event USING btree (job_id, id);
 CREATE INDEX job_search_args_idx ON ONLY public.job_search USING gin (args jsonb_path_ops) WITH (gin_pending_list_limit='512');
@@ -1014,5 +1103,6 @@ CREATE TRIGGER job_search_on_delete AFTER DELETE ON public.job REFERENCING OLD T
 CREATE TRIGGER job_search_on_insert AFTER INSERT ON public.job FOR EACH ROW WHEN ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))) EXECUTE FUNCTION jobclock_search_on_insert();
 CREATE TRIGGER job_search_on_update AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_update();
 CREATE TRIGGER job_task_outcome AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN (((new.periodic_task_id IS NOT NULL) AND (new.state IS DISTINCT FROM old.state) AND (new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text])))) EXECUTE FUNCTION jobclock_task_outcome();
+CREATE TRIGGER job_watched_done AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN ((new.watched AND (new.state IS DISTINCT FROM old.state) AND (new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])))) EXECUTE FUNCTION jobclock_notify_job_done();
 CREATE TRIGGER job_webhook_events AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_webhook_job_events();
 CREATE TRIGGER periodic_task_webhook_events BEFORE UPDATE OF consecutive_failures, last_success_at ON public.periodic_task FOR EACH ROW WHEN (((new.consecutive_failures IS DISTINCT FROM old.consecutive_failures) OR (new.last_success_at IS DISTINCT FROM old.last_success_at))) EXECUTE FUNCTION jobclock_webhook_task_events();

@@ -171,10 +171,10 @@ const views = {
           ${field('periodic task', job.periodicTaskId ? `<a href="#/tasks/${enc(job.periodicTaskId)}">${esc(job.periodicTaskId)}</a>` : '—')}
           ${field('attempts', `${job.attempts} of ${job.maxAttempts}`)}
           ${field('priority', esc(job.priority))}
-          ${field('run at', time(job.runAt))}${field('scheduled at', time(job.scheduledAt))}
+          ${field('run at', time(job.runAt))}${field('start by', time(job.startBy))}${field('scheduled at', time(job.scheduledAt))}
           ${field('worker', esc(job.worker ?? '—'))}${field('started', time(job.startedAt))}${field('finished', time(job.finishedAt))}
           ${field('created', time(job.createdAt))}${field('subject', esc(job.subject ?? '—'))}${field('unique key', esc(job.uniqueKey ?? '—'))}
-          ${field('args', json(job.args))}${field('result', json(job.result))}${field('error', json(job.error))}
+          ${field('args', json(job.args))}${field('checkpoint', json(job.checkpoint))}${field('result', json(job.result))}${field('error', json(job.error))}
         </table>
       </div>
       <h2>Attempts</h2>

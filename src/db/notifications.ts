@@ -143,4 +143,6 @@ export const CHANNELS = {
   tasks: 'jobclock_tasks',
   /** Webhook deliveries were recorded: the DeliveryEngine claims them. Sent by the triggers of migration 0022. */
   deliveries: 'jobclock_deliveries',
+  /** A watched job ended (payload: its id). Sent by a trigger (migration 0023). */
+  jobDone: 'jobclock_job_done',
 } as const;

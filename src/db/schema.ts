@@ -75,6 +75,11 @@ export interface JobTable {
   updated_at: ColumnType<Date, Date | string | undefined, Date | string>;
   traceparent: string | null;
   holds_slot: Generated<boolean>;
+  /** What the worker saved for the job's next attempt (migration 0023). */
+  checkpoint: Json;
+  start_by: NullableTimestamp;
+  /** Someone waits for the job's end: a trigger notifies when it ends. */
+  watched: Generated<boolean>;
 }
 
 /** The run ledger's records of slots that got no job, and of triggered jobs (migration 0021). */
@@ -195,6 +200,17 @@ export interface JobclockMigrationChecksumTable {
 }
 
 /** Every table jobclock queries (migrations/schema.sql has the whole schema). */
+/** Defaults for new jobs of a type (PATCH /types/{type} defaults, migration 0023); durations in ms. */
+export interface JobTypeDefaultsTable {
+  type: string;
+  max_attempts: number | null;
+  timebox: number | null;
+  lease: number | null;
+  priority: number | null;
+  start_within: number | null;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   periodic_task: PeriodicTaskTable;
   job: JobTable;
@@ -206,6 +222,7 @@ export interface Database {
   flow_policy: FlowPolicyTable;
   flow_slot: FlowSlotTable;
   flow_token: FlowTokenTable;
+  job_type_defaults: JobTypeDefaultsTable;
   kysely_migration: KyselyMigrationTable;
   kysely_migration_lock: KyselyMigrationLockTable;
   jobclock_migration_checksum: JobclockMigrationChecksumTable;

@@ -5,12 +5,14 @@
  * Job states, documented by who moves a job out of each (JOB_TRANSITIONS lists every move, and a
  * test records the moves the real statements make and checks them against it):
  * - queued:    POST /jobs/next leases it (-> running), or the lease-time drop check drops it
- *              (-> dropped); PATCH changes its priority/runAt; cancel, or a new run of its
+ *              (-> dropped; also a job past its startBy, which the LeaseReaper drops too when
+ *              no lease met it); PATCH changes its priority/runAt; cancel, or a new run of its
  *              periodic task under policy replace (-> cancelled)
  * - running:   its worker reports finished (-> finished) or failed (-> queued with attempts left,
  *              else failed); the LeaseReaper requeues or fails it when the lease expires, and fails
  *              it when its deadline and grace have passed; a lease whose worker disconnected before
- *              receiving it is given back (-> queued, the attempt not counted); cancel, or policy
+ *              receiving it, or that its worker releases (at once or snoozed), is given back
+ *              (-> queued, the attempt not counted); cancel, or policy
  *              replace (-> cancelled: the worker learns it at its next heartbeat)
  * - finished, failed, dropped, cancelled: final; only POST /jobs/{id}/retry moves a failed,
  *              dropped or cancelled job out again (-> queued); retention deletes final jobs older
@@ -50,6 +52,9 @@ export const JOB_TRANSITIONS: readonly { from: JobState; to: JobState; by: reado
   { from: 'cancelled', to: 'queued', by: ['retry'] },
 ];
 
+/** finished, failed, dropped, cancelled: nothing moves the job on but a retry. */
+export const isFinal = (state: JobState): boolean => state !== 'queued' && state !== 'running';
+
 /** Whether a job may move from `from` to `to`. */
 export function canTransition(from: JobState, to: JobState): boolean {
   return JOB_TRANSITIONS.some((t) => t.from === from && t.to === to);
@@ -62,6 +67,8 @@ export const MAX_LEASE_MS = 24 * MS_PER_HOUR;
 export const MAX_WAIT_MS = 60 * MS_PER_SECOND;
 export const MAX_LEASE_LIMIT = 100;
 export const MAX_BATCH = 1000;
+/** How far back a uniqueKey may match final jobs (uniqueFor). */
+export const MAX_UNIQUE_FOR_MS = 30 * 24 * MS_PER_HOUR;
 
 /** A job as the API shows it. Timestamps are Dates here; the HTTP layer writes ISO strings. */
 export interface Job {
@@ -93,6 +100,10 @@ export interface Job {
   updatedAt: Date;
   /** W3C Trace Context of the producer's request, handed to the worker with the lease. */
   traceparent: string | null;
+  /** What a worker saved (heartbeat, release, report) for the job's next attempt. */
+  checkpoint: unknown;
+  /** Not leased at or after this moment: dropped, reason expired. */
+  startBy: Date | null;
 }
 
 /** A job as handed to a worker by a lease. */
@@ -115,6 +126,9 @@ export interface NewJob {
   subject?: string | null | undefined;
   submitter?: string | null | undefined;
   traceparent?: string | null | undefined;
+  startBy?: Date | null | undefined;
+  /** With uniqueKey: the key also matches final jobs created within this many ms. */
+  uniqueFor?: number | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 import { reapDecision } from '../domain/job.js';
-import { jobFindOverdue, jobReap, type ReapAction } from '../repositories/jobs.js';
+import { jobDropExpired, jobFindOverdue, jobReap, type ReapAction } from '../repositories/jobs.js';
 import type { ServiceContext } from '../services/context.js';
 import { intervalLoop, type Loop, LoopService } from './loop.js';
 
@@ -14,11 +14,13 @@ export interface TickResult {
   requeued: number;
   failed: number;
   timedOut: number;
+  /** Queued jobs past their startBy that nobody tried to lease: dropped (reason expired). */
+  expired: number;
 }
 
 /**
- * Requeues or fails jobs whose lease expired, and fails jobs past deadline + grace with a timebox
- * error. Safe with any number of instances: every change is a compare-and-set on the lease token.
+ * Requeues or fails jobs whose lease expired, fails jobs past deadline + grace with a timebox
+ * error, and drops queued jobs past their startBy that no lease met (the lease drops those it meets). Safe with any number of instances: every change is a compare-and-set on the lease token.
  */
 export class LeaseReaper extends LoopService {
   protected readonly loop: Loop;
@@ -35,9 +37,21 @@ export class LeaseReaper extends LoopService {
 
   /** One pass at `now` over the running jobs that are overdue. */
   async tick(now: Date): Promise<TickResult> {
-    const result: TickResult = { requeued: 0, failed: 0, timedOut: 0 };
+    const result: TickResult = { requeued: 0, failed: 0, timedOut: 0, expired: 0 };
     await this.reapOverdue(now, result);
+    await this.dropExpired(now, result);
     return result;
+  }
+
+  /** The lease drops an expired job it meets; this tidies up those nobody tried to lease. */
+  private async dropExpired(now: Date, result: TickResult): Promise<void> {
+    for (let round = 0; round < 10; round++) {
+      const ids = await jobDropExpired(this.ctx.db, now, this.batchSize);
+      result.expired += ids.length;
+      if (ids.length > 0)
+        this.ctx.logger.info({ jobIds: ids.slice(0, 100), count: ids.length }, 'jobs dropped: past their startBy, never leased');
+      if (ids.length < this.batchSize) return;
+    }
   }
 
   private async reapOverdue(now: Date, result: TickResult): Promise<void> {

@@ -1,6 +1,7 @@
 import { withTransaction } from '../db/executor.js';
 import { formatDuration } from '../domain/duration.js';
 import { type FlowKeyRow, type FlowKind, flowKeys, type FlowPatch, flowPolicyPatch } from '../repositories/flow.js';
+import { type TypeDefaults, typeDefaultsOf, typeDefaultsSet } from '../repositories/type-defaults.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
@@ -13,6 +14,8 @@ export interface FlowKeyView {
   rate: string | null;
   counts: { queued: number; scheduled: number; running: number };
   oldestQueuedAt: Date | null;
+  /** For one type (GET/PATCH /types/{type}): its defaults for new jobs, or null. */
+  defaults?: TypeDefaults | null;
 }
 
 const view = (k: FlowKeyRow): FlowKeyView => ({
@@ -45,6 +48,29 @@ export class FlowService {
   async get(kind: FlowKind, name: string): Promise<FlowKeyView> {
     const [row] = await flowKeys(this.ctx.db, kind, this.ctx.clock.now(), { name, limit: 1 });
     return view(row ?? { name, paused: false, concurrency: null, rate: null, queued: 0, scheduled: 0, running: 0, oldestQueuedAt: null });
+  }
+
+  /** A type with its defaults for new jobs. */
+  async getType(name: string): Promise<FlowKeyView> {
+    const v = await this.get('type', name);
+    v.defaults = (await typeDefaultsOf(this.ctx.db, [name])).get(name) ?? null;
+    return v;
+  }
+
+  /** Changes a type's policy and, when given, its defaults (null removes them), in one transaction. */
+  async patchType(
+    name: string,
+    patch: FlowPatch & { defaults?: TypeDefaults | null | undefined },
+    actor: string | null,
+  ): Promise<FlowKeyView> {
+    const { defaults, ...policy } = patch;
+    const now = this.ctx.clock.now();
+    await withTransaction(this.ctx.db, async (tx) => {
+      if (defaults === undefined || Object.keys(policy).length > 0) await flowPolicyPatch(tx, 'type', name, policy, now);
+      if (defaults !== undefined) await typeDefaultsSet(tx, name, defaults, now);
+    });
+    this.ctx.logger.info({ type: name, ...policy, defaults, actor }, 'type policy changed');
+    return this.getType(name);
   }
 
   /** Changes the policy; every lease that starts after this answered obeys it (the lease reads the table). */

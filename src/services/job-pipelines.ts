@@ -23,6 +23,7 @@ import {
 } from '../repositories/jobs.js';
 import { BatchCommitter } from './batch-committer.js';
 import type { ServiceContext } from './context.js';
+import { JobEndWaiters } from './job-end-waiters.js';
 import { JobWaiters } from './job-waiters.js';
 import { LeaseCombiner, type LeaseFilter } from './lease-combiner.js';
 
@@ -35,6 +36,8 @@ export interface JobPipelines {
   readonly leaser: LeaseCombiner;
   /** Waiting long-polls, woken by the jobs channel's notifications. */
   readonly waiters: JobWaiters;
+  /** Requests waiting for a job's end (GET /jobs/{id}?wait), woken by the done channel's. */
+  readonly endWaiters: JobEndWaiters;
 }
 
 /** Builds the instance's pipelines; call it once per instance (createServices does). */
@@ -45,8 +48,11 @@ export function createJobPipelines(ctx: ServiceContext): JobPipelines {
     earliest: (now) => jobEarliestFutureRunAt(ctx.db, now),
   });
   ctx.notifications.subscribe(CHANNELS.jobs, (payload) => waiters.notify(payload));
+  const endWaiters = new JobEndWaiters();
+  ctx.notifications.subscribe(CHANNELS.jobDone, (payload) => endWaiters.notify(payload));
   return {
     waiters,
+    endWaiters,
     // Asks of 100 jobs or more are claimed on their own (see CombinerOptions.soloLimit).
     leaser: new LeaseCombiner((filter, slots) => claimJobs(ctx, filter, slots), {
       maxSlots: 500,
@@ -89,7 +95,11 @@ export async function writeReports(ctx: ServiceContext, inputs: ReportInput[], w
 export function logLease(ctx: ServiceContext, r: LeaseResult): void {
   const log = ctx.logger;
   for (const d of r.dropped) {
-    log.info({ jobId: d.id, taskId: d.taskId, error: d.error }, 'job dropped at lease: it would begin too early');
+    const expired = (d.error as { reason?: unknown } | null)?.reason === 'expired';
+    log.info(
+      { jobId: d.id, taskId: d.taskId, error: d.error },
+      expired ? 'job dropped at lease: past its startBy' : 'job dropped at lease: it would begin too early',
+    );
     if (d.taskId !== null) ctx.metrics?.periodicSlots('dropped');
   }
   if (log.isLevelEnabled('debug')) {

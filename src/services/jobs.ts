@@ -5,7 +5,7 @@
  */
 import { type Executor, withTransaction } from '../db/executor.js';
 import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
-import { DEFAULT_MAX_ATTEMPTS, type Job, type NewJob } from '../domain/job.js';
+import { DEFAULT_MAX_ATTEMPTS, isFinal, type Job, type NewJob } from '../domain/job.js';
 import {
   type ChangeResult,
   isJobId,
@@ -16,7 +16,9 @@ import {
   jobFindRetryableWithKeys,
   jobRetryMatching,
   jobFindOpenByUniqueKeys,
+  jobFindRecentByUniqueKeys,
   jobGet,
+  jobWatch,
   type JobInsertRow,
   jobInsertMany,
   jobPatch,
@@ -28,6 +30,7 @@ import {
 import { type Explanation, explainJob } from '../domain/explain.js';
 import { type JobEvent, jobHistory } from '../domain/job-history.js';
 import { flowFactsOf, jobsAhead } from '../repositories/flow.js';
+import { type TypeDefaults, typeDefaultsOf } from '../repositories/type-defaults.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { JobPipelines } from './job-pipelines.js';
@@ -44,7 +47,7 @@ const BULK_BATCH = 500;
 export class JobService {
   constructor(
     readonly ctx: ServiceContext,
-    private readonly pipelines: Pick<JobPipelines, 'inserter'>,
+    private readonly pipelines: Pick<JobPipelines, 'inserter'> & Partial<Pick<JobPipelines, 'endWaiters'>>,
   ) {}
 
   /** Jobs created by concurrent single requests, inserted together (the instance's one inserter). */
@@ -56,19 +59,22 @@ export class JobService {
     return this.ctx.db;
   }
 
-  private insertRow(j: NewJob, now: Date): JobInsertRow {
+  /** A row to insert: what the job says, else its type's defaults, else jobclock's. */
+  private insertRow(j: NewJob, now: Date, d: TypeDefaults | undefined): JobInsertRow {
     return {
       type: j.type,
       group: j.group ?? 'default',
       args: j.args ?? null,
       subject: j.subject ?? null,
       submitter: j.submitter ?? null,
-      priority: j.priority ?? 0,
+      priority: j.priority ?? d?.priority ?? 0,
       runAt: j.runAt ?? now,
-      maxAttempts: j.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      maxAttempts: j.maxAttempts ?? d?.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
       uniqueKey: j.uniqueKey ?? null,
-      timebox: j.timebox ?? null,
+      timebox: j.timebox !== undefined ? j.timebox : (d?.timebox ?? null),
       traceparent: j.traceparent ?? null,
+      startBy: j.startBy !== undefined ? j.startBy : d?.startWithin !== undefined ? new Date(now.getTime() + d.startWithin) : null,
+      uniqueFor: j.uniqueKey ? (j.uniqueFor ?? null) : null,
     };
   }
 
@@ -78,14 +84,15 @@ export class JobService {
    * requests are inserted together (one statement, one commit).
    */
   async create(input: NewJob): Promise<{ job: Job; created: boolean }> {
-    const row = this.insertRow(input, this.ctx.clock.now());
+    const defaults = await typeDefaultsOf(this.db, [input.type]);
+    const row = this.insertRow(input, this.ctx.clock.now(), defaults.get(input.type));
     for (let i = 0; i < UNIQUE_RETRIES; i++) {
       const job = await this.inserter.submit(row);
       if (job) {
         this.ctx.logger.debug({ jobId: job.id, type: job.type }, 'job created');
         return { job, created: true };
       }
-      const held = (await jobFindOpenByUniqueKeys(this.db, [row.uniqueKey!])).get(row.uniqueKey!);
+      const held = (await this.holders(this.db, [row], this.ctx.clock.now())).get(row.uniqueKey!);
       if (held) return { job: held, created: false };
       // the holder finished between the two statements: insert again
     }
@@ -98,7 +105,11 @@ export class JobService {
    */
   async createMany(inputs: readonly NewJob[]): Promise<Job[]> {
     const now = this.ctx.clock.now();
-    const rows = inputs.map((j) => this.insertRow(j, now));
+    const defaults = await typeDefaultsOf(
+      this.db,
+      inputs.map((j) => j.type),
+    );
+    const rows = inputs.map((j) => this.insertRow(j, now, defaults.get(j.type)));
     const out = rows.some((r) => r.uniqueKey)
       ? await withTransaction(this.db, (tx) => this.insertSettlingKeys(tx, rows, now))
       : await jobInsertMany(this.db, rows, now);
@@ -111,9 +122,10 @@ export class JobService {
     for (let round = 0; round < UNIQUE_RETRIES; round++) {
       const missing = out.flatMap((j, i) => (j === null ? [i] : []));
       if (missing.length === 0) break;
-      const held = await jobFindOpenByUniqueKeys(
+      const held = await this.holders(
         db,
-        missing.map((i) => rows[i]!.uniqueKey!),
+        missing.map((i) => rows[i]!),
+        now,
       );
       const still: number[] = [];
       for (const i of missing) {
@@ -135,7 +147,49 @@ export class JobService {
     return out as Job[];
   }
 
-  async get(id: string): Promise<Job> {
+  /** The jobs holding the keys of rows that were not inserted: open ones, and with uniqueFor recent final ones. */
+  private async holders(db: Executor, rows: readonly JobInsertRow[], now: Date): Promise<Map<string, Job>> {
+    const open = rows.filter((r) => !r.uniqueFor).map((r) => r.uniqueKey!);
+    const recent = rows.filter((r) => r.uniqueFor).map((r) => ({ key: r.uniqueKey!, forMs: r.uniqueFor! }));
+    // one after the other: inside a transaction both run on its one connection
+    const a = await jobFindOpenByUniqueKeys(db, open);
+    const b = await jobFindRecentByUniqueKeys(db, recent, now);
+    for (const [k, j] of b) a.set(k, j);
+    return a;
+  }
+
+  /**
+   * With `waitMs`: answers as soon as the job is final (woken by its end's notification, from any
+   * instance), or with the job as it is when the wait runs out.
+   */
+  async get(id: string, waitMs = 0): Promise<Job> {
+    const waiters = this.pipelines.endWaiters;
+    if (waitMs > 0 && waiters) {
+      if (waiters.full) {
+        throw new DomainError(
+          'unavailable',
+          `${waiters.maxWaiting} requests already wait for jobs on this instance; retry shortly or without wait.`,
+        );
+      }
+      const read = async () => {
+        const job = await jobGet(this.db, id);
+        if (!job) throw new NotFoundError(`There is no job ${id}.`);
+        return job;
+      };
+      return waiters.wait(
+        id,
+        waitMs,
+        async () => {
+          const job = await jobWatch(this.db, id);
+          if (!job) throw new NotFoundError(`There is no job ${id}.`);
+          // a report that committed while the mark waited for the row was not told (the job was
+          // not watched yet), and the mark's snapshot predates it: a fresh read sees its outcome
+          return isFinal(job.state) ? job : read();
+        },
+        read,
+        (job) => isFinal(job.state),
+      );
+    }
     const job = await jobGet(this.db, id);
     if (!job) throw new NotFoundError(`There is no job ${id}.`);
     return job;

@@ -10,7 +10,7 @@ export interface LeaseFilter {
 export interface LeaseAsk {
   worker: string;
   limit: number;
-  leaseMs: number;
+  leaseMs: number | null;
 }
 
 export interface CombinerOptions {

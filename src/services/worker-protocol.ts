@@ -5,15 +5,7 @@
  */
 import { retryOnDeadlock } from '../db/database.js';
 import { LeaseLostError, NotFoundError } from '../domain/errors.js';
-import {
-  backoffJitter,
-  DEFAULT_LEASE_MS,
-  type Job,
-  type JobState,
-  type LeasedJob,
-  type RandomSource,
-  shouldCancel,
-} from '../domain/job.js';
+import { backoffJitter, type Job, type JobState, type LeasedJob, type RandomSource, shouldCancel } from '../domain/job.js';
 import {
   claimAgain,
   jobGet,
@@ -112,10 +104,11 @@ export class WorkerProtocolService {
     return this.ctx.db;
   }
 
-  /** On shutdown: stop leasing and answer every waiting long-poll with 204 at once. */
+  /** On shutdown: stop leasing, answer every waiting long-poll with 204 and every wait for a job with the job, at once. */
   shutdown(): void {
     this.stopped = true;
     this.pipelines.waiters.shutdown();
+    this.pipelines.endWaiters.shutdown();
   }
 
   /**
@@ -125,7 +118,7 @@ export class WorkerProtocolService {
   async next(req: LeaseRequest, signal?: AbortSignal): Promise<LeasedJob[]> {
     if (this.stopped) return [];
     const filter = { types: req.types, groups: req.groups };
-    const ask = { worker: req.worker, limit: req.limit ?? 1, leaseMs: req.leaseMs ?? DEFAULT_LEASE_MS };
+    const ask = { worker: req.worker, limit: req.limit ?? 1, leaseMs: req.leaseMs ?? null };
     const attempt = () => (this.stopped ? Promise.resolve([]) : this.leaser.lease(filter, ask));
     const seen = this.waiters.sequence();
     let jobs = await attempt();
@@ -146,12 +139,15 @@ export class WorkerProtocolService {
   }
 
   /**
-   * Gives a lease back: the job is queued again at once, the attempt not counted (a worker that
-   * stops before it began the work, or gives up its jobs when it shuts down). Repeating it is a 409:
-   * the token is no longer the job's lease.
+   * Gives a lease back: the job is queued again at once, or after `retryInMs` (a snooze), the
+   * attempt not counted (a worker that stops before it began the work, gives up its jobs when it
+   * shuts down, or finds it cannot run the job now); `state` is saved as after a heartbeat.
+   * Repeating it is a 409: the token is no longer the job's lease.
    */
-  async release(id: string, leaseToken: string): Promise<Job> {
-    const released = await jobReleaseLeases(this.db, [{ id, leaseToken }], this.ctx.clock.now());
+  async release(id: string, req: { leaseToken: string; retryInMs?: number | undefined; state?: unknown }): Promise<Job> {
+    const now = this.ctx.clock.now();
+    const runAt = req.retryInMs === undefined ? undefined : new Date(now.getTime() + req.retryInMs);
+    const released = await jobReleaseLeases(this.db, [{ id, leaseToken: req.leaseToken, runAt, state: req.state }], now, 'released');
     const job = await jobGet(this.db, id);
     if (!job) throw new NotFoundError(`There is no job ${id}.`);
     if (released === 0) {
@@ -159,7 +155,7 @@ export class WorkerProtocolService {
         `The lease token is not the current lease of job ${id} (the job is ${job.state} now): there is no lease of it to give back.`,
       );
     }
-    this.ctx.logger.info({ jobId: id, type: job.type }, 'lease given back');
+    this.ctx.logger.info({ jobId: id, type: job.type, runAt: job.runAt }, 'lease given back');
     return job;
   }
 
@@ -188,6 +184,7 @@ export class WorkerProtocolService {
       result: r.result,
       error: r.error,
       retryInMs: r.retryInMs,
+      final: r.final,
       state: r.state,
       jitter: backoffJitter(this.random),
     };
@@ -225,7 +222,7 @@ export class WorkerProtocolService {
   ): Promise<{ answers: ReportAnswer[]; leased: LeasedJob[] }> {
     const inputs = reqs.map((r) => this.toInput(r));
     const filter = { types: next.types, groups: next.groups };
-    const slot = { worker: next.worker, leaseMs: next.leaseMs ?? DEFAULT_LEASE_MS };
+    const slot = { worker: next.worker, leaseMs: next.leaseMs ?? null };
     const limit = next.limit ?? 1;
     // the reports and the claims lock job, task and permit rows another transaction may lock in
     // another order: on a deadlock the whole transaction runs again (nothing of it was applied)

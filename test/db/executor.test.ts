@@ -70,6 +70,7 @@ const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => ({
   uniqueKey: null,
   timebox: null,
   traceparent: null,
+  startBy: null,
   ...over,
 });
 

@@ -30,6 +30,8 @@ const job = (over: Partial<Job> = {}): Job => ({
   createdAt: new Date('2026-11-20T08:59:00.000Z'),
   updatedAt: new Date('2026-11-20T08:59:00.000Z'),
   traceparent: null,
+  checkpoint: null,
+  startBy: null,
   ...over,
 });
 const policy = (over: Partial<PolicyFacts>): PolicyFacts => ({

@@ -43,6 +43,7 @@ const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => ({
   uniqueKey: null,
   timebox: null,
   traceparent: null,
+  startBy: null,
   ...over,
 });
 

@@ -43,6 +43,7 @@ const row = (n: number): JobInsertRow => ({
   uniqueKey: null,
   timebox: null,
   traceparent: null,
+  startBy: null,
 });
 
 const statistics = async () =>

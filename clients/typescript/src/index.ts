@@ -9,11 +9,13 @@ export {
 } from './client.js';
 export type { components, paths } from './client.js';
 export {
+  FinalFailure,
   HttpError,
   type Handler,
   type JobContext,
   JobStopped,
   RetryLater,
+  Snooze,
   Worker,
   type WorkerEvents,
   type WorkerOptions,

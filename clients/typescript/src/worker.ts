@@ -12,10 +12,13 @@
  *   answers `cancel` (the job was cancelled or its deadline passed), when the deadline passes, when
  *   the lease is lost, or when stop() runs out of patience.
  * - A handler's return value is the job's result; a thrown error reports the job failed (with
- *   `retryIn` when the error carries one). Reports go in batches through POST /jobs/reports.
- * - For a job of a periodic task, `ctx.saveState(s)` saves state at once (a heartbeat) and hands it
- *   to the task's next run as `job.taskState`; so does returning an object with a `state` field
- *   (the rest of it is the result).
+ *   `retryIn` when the error carries one; for good, whatever attempts remain, when it is a
+ *   FinalFailure). A thrown Snooze gives the job back to run again after its `retryIn`, the attempt
+ *   not counted. Reports go in batches through POST /jobs/reports.
+ * - `ctx.saveState(s)` saves state at once (a heartbeat): for a job of a periodic task it is handed
+ *   to the task's next run as `job.taskState` (so is the `state` field of a returned object, the
+ *   rest of it being the result); for a one-shot job it is the job's checkpoint, handed to its next
+ *   attempt as `ctx.checkpoint`.
  * - stop() stops leasing: a lease in flight gets a moment to answer (one that finds jobs answers
  *   within milliseconds, and its jobs are run); a long-poll still waiting after that is abandoned
  *   (the server gives back what it claims for a request that went away). It then waits for running handlers up to `stopTimeoutMs`, then aborts the rest and
@@ -39,9 +42,11 @@ export interface JobContext {
   readonly signal: AbortSignal;
   /** What the previous run of the job's periodic task saved (null for one-shot jobs). */
   readonly taskState: unknown;
+  /** What an earlier attempt of this one-shot job saved with saveState (null if none). */
+  readonly checkpoint: unknown;
   /** Shows progress on the job now (a heartbeat). */
   progress(progress: unknown): Promise<void>;
-  /** Saves state on the periodic task now (a heartbeat) and with the final report. */
+  /** Saves state now (a heartbeat) and with the final report: on the periodic task, or as a one-shot job's checkpoint. */
   saveState(state: unknown): Promise<void>;
   /** Extends the lease now (the worker also does it on its own). */
   heartbeat(): Promise<void>;
@@ -60,6 +65,32 @@ export class RetryLater extends Error {
     this.name = 'RetryLater';
   }
 }
+
+/** Thrown by a handler: the job is reported failed for good (`final: true`), whatever attempts remain. */
+export class FinalFailure extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FinalFailure';
+  }
+}
+
+/**
+ * Thrown by a handler: "not now". The lease is given back and the job runs again after `retryIn`,
+ * the attempt not counted (POST /jobs/{id}/release with retryIn); state saved with saveState goes
+ * with it.
+ */
+export class Snooze extends Error {
+  constructor(
+    /** A duration ("30s", "5m", "1h30m") or milliseconds. */
+    readonly retryIn: string | number,
+    message = 'snoozed',
+  ) {
+    super(message);
+    this.name = 'Snooze';
+  }
+}
+
+const durationOf = (d: string | number): string => (typeof d === 'string' ? d : `${Math.max(0, Math.round(d))}ms`);
 
 /** Why `ctx.signal` was aborted: its `reason`. */
 export class JobStopped extends Error {
@@ -127,6 +158,7 @@ interface Report {
   result?: unknown;
   error?: unknown;
   retryIn?: string;
+  final?: boolean;
   state?: unknown;
 }
 
@@ -420,6 +452,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         return (r.controller ??= new AbortController()).signal;
       },
       taskState: job.taskState ?? null,
+      checkpoint: job.checkpoint ?? null,
       progress: async (progress) => {
         r.progress = progress;
         await this.beat(r);
@@ -452,6 +485,13 @@ export class Worker extends EventEmitter<WorkerEvents> {
         });
         this.emit('job:finish', job, result);
       } catch (err) {
+        if (err instanceof Snooze) {
+          if (r.settled) return this.end(r);
+          r.settled = true;
+          this.end(r);
+          await this.release(job, { retryIn: durationOf(err.retryIn), ...(r.state ? { state: r.state.value } : {}) });
+          return;
+        }
         this.end(r);
         if (r.settled) return;
         const retryIn = (err as { retryIn?: unknown } | null)?.retryIn;
@@ -465,6 +505,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
             : typeof retryIn === 'number'
               ? { retryIn: `${Math.max(0, Math.round(retryIn))}ms` }
               : {}),
+          ...(err instanceof FinalFailure ? { final: true } : {}),
           ...(r.state ? { state: r.state.value } : {}),
         });
         this.emit('job:fail', job, err);
@@ -533,11 +574,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
     await this.release(r.job);
   }
 
-  /** Gives a leased job back: queued again at once, the attempt not counted. */
-  private async release(job: LeasedJob): Promise<void> {
+  /** Gives a leased job back: queued again at once (or after `retryIn`), the attempt not counted. */
+  private async release(job: LeasedJob, extra: { retryIn?: string; state?: unknown } = {}): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await this.call('POST', `/jobs/${encodeURIComponent(job.id)}/release`, { leaseToken: job.leaseToken });
+        const res = await this.call('POST', `/jobs/${encodeURIComponent(job.id)}/release`, { leaseToken: job.leaseToken, ...extra });
         if (res.status === 503 || res.status === 502 || res.status === 504) throw this.httpError(`POST /jobs/${job.id}/release`, res);
         if (res.status === 200) this.emit('job:released', job);
         else this.emit('job:lost', job, problemDetail(res.body) ?? `release answered ${res.status}`);

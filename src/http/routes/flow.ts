@@ -3,6 +3,7 @@ import { standardErrors } from '../schemas/common.js';
 import {
   FlowListQuery,
   FlowPatchBody,
+  TypePatchBody,
   GroupListSchema,
   GroupParams,
   GroupSchema,
@@ -53,7 +54,7 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           response: { 200: TypeSchema, ...standardErrors },
         },
       },
-      async (request) => typeDto(await flow.get('type', request.params.type)),
+      async (request) => typeDto(await flow.getType(request.params.type)),
     );
     app.patch(
       '/types/:type',
@@ -65,11 +66,11 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           summary: "Change a job type's policy",
           description: policyDescription,
           params: TypeParams,
-          body: FlowPatchBody,
+          body: TypePatchBody,
           response: { 200: TypeSchema, ...standardErrors },
         },
       },
-      async (request) => typeDto(await flow.patch('type', request.params.type, request.body, request.role)),
+      async (request) => typeDto(await flow.patchType(request.params.type, request.body, request.role)),
     );
     app.get(
       '/groups',

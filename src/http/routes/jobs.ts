@@ -22,6 +22,7 @@ import {
   prefersMinimal,
   TRACEPARENT_PATTERN,
 } from '../schemas/jobs.js';
+import { GetJobQuery } from '../schemas/job-wait.js';
 import type { RouteDeps } from '../deps.js';
 
 const notFound = { 404: ProblemSchema } as const;
@@ -111,12 +112,16 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         schema: {
           tags: ['jobs'],
           operationId: 'getJob',
-          summary: 'Get a job',
+          summary: 'Get a job (with wait: as soon as it ends)',
+          description:
+            'With `wait` (at most 60s), answers as soon as the job is finished, failed, dropped or cancelled, or with the job as it is ' +
+            'when the wait runs out (its state says which). 503 when too many requests already wait on this instance.',
           params: JobIdParams,
+          querystring: GetJobQuery,
           response: { 200: JobSchema, ...standardErrors, ...notFound },
         },
       },
-      async (request) => jobDto(await jobs.get(request.params.id)),
+      async (request) => jobDto(await jobs.get(request.params.id, request.query.wait ?? 0)),
     );
 
     app.patch(

@@ -93,14 +93,18 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           operationId: 'releaseJob',
           summary: 'Give a lease back',
           description:
-            'The job is queued again at once and the attempt is not counted: for a worker that stops before it could do the work. ' +
+            'The job is queued again at once, or after retryIn (a snooze), and the attempt is not counted: for a worker that stops ' +
+            'before it could do the work, or cannot do it now. state is saved as a heartbeat saves it. ' +
             'A token that is not the current lease (repeated, stale, or the job was reported) is 409.',
           params: JobIdParams,
           body: ReleaseBody,
           response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
         },
       },
-      async (request) => jobDto(await workers.release(request.params.id, request.body.leaseToken)),
+      async (request) => {
+        const b = request.body;
+        return jobDto(await workers.release(request.params.id, { leaseToken: b.leaseToken, retryInMs: b.retryIn, state: b.state }));
+      },
     );
 
     app.post(
@@ -133,7 +137,7 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           tags: ['workers'],
           operationId: 'reportJobFailed',
           summary: 'Report a job failed',
-          description: 'With attempts left the job is queued again after a backoff (or retryIn); else it is failed.',
+          description: 'With attempts left the job is queued again after a backoff (or retryIn); else, or with final: true, it is failed.',
           params: JobIdParams,
           body: FailedBody,
           response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
@@ -148,6 +152,7 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
             outcome: 'failed',
             error: b.error,
             retryInMs: b.retryIn,
+            final: b.final,
             state: b.state,
           }),
         );
@@ -180,6 +185,7 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           result: r.result,
           error: r.error,
           retryInMs: r.retryIn,
+          final: r.final,
           state: r.state,
         }));
         const opts = { withJobs: b.returnJobs === true };

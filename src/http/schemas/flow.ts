@@ -1,9 +1,11 @@
 /** Flow control of job types and groups: validation and the OpenAPI document. */
 import { z } from 'zod';
-import { MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
+import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
+import { MAX_LEASE_MS, MIN_LEASE_MS } from '../../domain/job.js';
+import { durationString } from './jobs.js';
 import { DomainError } from '../../domain/errors.js';
 import type { FlowKeyView } from '../../services/flow.js';
-import { name, TimestampOut } from './common.js';
+import { INT32_MAX, name, Priority, TimestampOut } from './common.js';
 
 const MAX_RATE = 1_000_000;
 
@@ -54,6 +56,40 @@ export const FlowPatchBody = z
   })
   .meta({ id: 'FlowPolicyPatch', example: { concurrency: 5, rate: '100/1m' } });
 
+const defaultDuration = (what: string, maxMs: number) => durationString({ minMs: 1, maxMs, description: what, example: '2m' }).optional();
+
+/** Defaults for new jobs of a type (and for leases that name no length); unknown fields are a 400. */
+const TypeDefaultsBody = z
+  .strictObject({
+    maxAttempts: z.number().int().min(1).max(INT32_MAX).optional().meta({ example: 10 }),
+    timebox: defaultDuration('The timebox of new jobs that set none.', MAX_DURATION_MS),
+    lease: durationString({
+      minMs: MIN_LEASE_MS,
+      maxMs: MAX_LEASE_MS,
+      description: 'The lease of leases that name none.',
+      example: '1m',
+    }).optional(),
+    priority: Priority.optional(),
+    startWithin: defaultDuration('New jobs that set no startBy get startBy = creation + this.', MAX_DURATION_MS),
+  })
+  .meta({ id: 'JobTypeDefaults', example: { maxAttempts: 10, timebox: '2m', startWithin: '1h' } });
+
+export const TypePatchBody = FlowPatchBody.extend({
+  defaults: TypeDefaultsBody.nullable()
+    .optional()
+    .meta({ description: 'Applied to new jobs of the type that do not say otherwise (HTTP and SQL alike); null removes them.' }),
+}).meta({ id: 'JobTypePatch', example: { defaults: { maxAttempts: 10, timebox: '2m', startWithin: '1h' } } });
+
+const TypeDefaultsOut = z
+  .object({
+    maxAttempts: z.number().int().optional(),
+    timebox: z.string().optional(),
+    lease: z.string().optional(),
+    priority: z.number().int().optional(),
+    startWithin: z.string().optional(),
+  })
+  .meta({ id: 'JobTypeDefaultsView' });
+
 const counts = z.object({
   queued: z.number().int().meta({ description: 'Queued and runnable now' }),
   scheduled: z.number().int().meta({ description: 'Queued with runAt in the future' }),
@@ -68,7 +104,15 @@ const common = {
   oldestQueuedAt: TimestampOut.nullable().meta({ description: 'runAt of the oldest runnable queued job, or null' }),
 };
 
-export const TypeSchema = z.object({ type: z.string(), ...common }).meta({ id: 'JobType' });
+export const TypeSchema = z
+  .object({
+    type: z.string(),
+    ...common,
+    defaults: TypeDefaultsOut.nullable()
+      .optional()
+      .meta({ description: 'On GET and PATCH /types/{type}: the defaults for new jobs, or null.' }),
+  })
+  .meta({ id: 'JobType' });
 export const GroupSchema = z.object({ group: z.string(), ...common }).meta({ id: 'JobGroup' });
 export const TypeListSchema = z.object({ items: z.array(TypeSchema), nextCursor: z.string().nullable() }).meta({ id: 'JobTypeList' });
 export const GroupListSchema = z.object({ items: z.array(GroupSchema), nextCursor: z.string().nullable() }).meta({ id: 'JobGroupList' });
@@ -95,5 +139,21 @@ function body(v: FlowKeyView) {
     oldestQueuedAt: v.oldestQueuedAt === null ? null : v.oldestQueuedAt.toISOString(),
   };
 }
-export const typeDto = (v: FlowKeyView) => ({ type: v.name, ...body(v) });
+export const typeDto = (v: FlowKeyView) => {
+  const dto: z.output<typeof TypeSchema> = { type: v.name, ...body(v) };
+  if (v.defaults !== undefined) {
+    const d = v.defaults;
+    dto.defaults =
+      d === null
+        ? null
+        : {
+            ...(d.maxAttempts === undefined ? {} : { maxAttempts: d.maxAttempts }),
+            ...(d.timebox === undefined ? {} : { timebox: formatDuration(d.timebox) }),
+            ...(d.lease === undefined ? {} : { lease: formatDuration(d.lease) }),
+            ...(d.priority === undefined ? {} : { priority: d.priority }),
+            ...(d.startWithin === undefined ? {} : { startWithin: formatDuration(d.startWithin) }),
+          };
+  }
+  return dto;
+};
 export const groupDto = (v: FlowKeyView) => ({ group: v.name, ...body(v) });

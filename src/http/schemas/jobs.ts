@@ -8,7 +8,7 @@ import { body, INT32_MAX, MAX_NAME, name, Priority, Timestamp, TimestampOut } fr
 import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
 import { DomainError } from '../../domain/errors.js';
 import type { JobEvent } from '../../domain/job-history.js';
-import { JOB_STATES, type Job, MAX_BATCH } from '../../domain/job.js';
+import { JOB_STATES, type Job, MAX_BATCH, MAX_UNIQUE_FOR_MS } from '../../domain/job.js';
 
 /** A duration string (`30s`, `1h30m`, `PT30S`) read into milliseconds, within [minMs, maxMs]. */
 export function durationString(opts: { minMs: number; maxMs: number; description: string; example: string }) {
@@ -63,6 +63,7 @@ const JOB_READ_ONLY = readOnlyJobFields(
     'updatedAt',
     'leaseToken',
     'taskState',
+    'checkpoint',
   ],
   (f) => `"${f}" is read-only`,
 );
@@ -129,6 +130,10 @@ export const JobSchema = z
       .string()
       .nullable()
       .meta({ description: 'W3C Trace Context of the request that created the job; a worker continues the trace from it.' }),
+    checkpoint: z.unknown().meta({
+      description: 'The state a worker saved (heartbeat, release or report) for the next attempt of this one-shot job; null if none.',
+    }),
+    startBy: When.nullable().meta({ description: 'Not handed out at or after this moment: the job ends dropped (reason expired).' }),
   })
   .meta({
     id: 'Job',
@@ -160,6 +165,8 @@ export const JobSchema = z
       createdAt: '2026-11-20T08:59:59.120Z',
       updatedAt: '2026-11-20T08:59:59.120Z',
       traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      checkpoint: null,
+      startBy: null,
     },
   });
 
@@ -194,6 +201,8 @@ export function jobDto(job: Job): JobDto {
     createdAt: isoOf(job.createdAt),
     updatedAt: isoOf(job.updatedAt),
     traceparent: job.traceparent,
+    checkpoint: job.checkpoint,
+    startBy: isoOf(job.startBy),
   };
 }
 
@@ -245,13 +254,30 @@ export const CreateJobBody = body(
     traceparent: Traceparent.nullable()
       .optional()
       .meta({ description: "W3C Trace Context; default: the request's traceparent header. Handed to the worker with the lease." }),
+    startBy: Timestamp.nullable()
+      .optional()
+      .meta({ description: 'Never handed out at or after this moment: a job not leased by then ends dropped (reason expired).' }),
+    uniqueFor: durationString({
+      minMs: 1,
+      maxMs: MAX_UNIQUE_FOR_MS,
+      description:
+        'With uniqueKey: the key also matches a finished, failed, dropped or cancelled job created within this long (200 with that job), ' +
+        'so that a retried POST creates no duplicate. At most 30d.',
+      example: '24h',
+    }).optional(),
   },
   JOB_READ_ONLY,
-).meta({
-  id: 'CreateJob',
-  additionalProperties: false,
-  example: { type: 'mail.send', args: { to: 'ada@example.com' }, priority: 5, timebox: '30s', uniqueKey: 'welcome:ada@example.com' },
-});
+)
+  .superRefine((b, ctx) => {
+    if (b.uniqueFor !== undefined && (b.uniqueKey === undefined || b.uniqueKey === null)) {
+      ctx.addIssue({ code: 'custom', path: ['uniqueFor'], message: 'uniqueFor needs a uniqueKey' });
+    }
+  })
+  .meta({
+    id: 'CreateJob',
+    additionalProperties: false,
+    example: { type: 'mail.send', args: { to: 'ada@example.com' }, priority: 5, timebox: '30s', uniqueKey: 'welcome:ada@example.com' },
+  });
 export type CreateJobInput = z.output<typeof CreateJobBody>;
 
 export const CreateJobBatchBody = z

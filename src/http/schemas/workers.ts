@@ -41,6 +41,8 @@ export const LeasedJobSchema = JobSchema.extend({
     createdAt: '2026-11-20T08:59:59.120Z',
     updatedAt: '2026-11-20T09:00:00.015Z',
     traceparent: null,
+    checkpoint: null,
+    startBy: null,
     leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00',
     taskState: null,
   },
@@ -102,6 +104,12 @@ const NextLease = body(leaseAsk, {
 
 export const LeaseResponse = z.object({ jobs: z.array(LeasedJobSchema) }).meta({ id: 'LeaseResponse' });
 
+/** What a worker saves: a periodic task's state, or a one-shot job's checkpoint. */
+const SavedState = AnyJson(
+  "For a job of a periodic task: saved on the task and handed to its next job as taskState. For a one-shot job: kept as the job's checkpoint and handed to its next attempt.",
+  { cursor: 'msg-1200' },
+);
+
 export const HeartbeatBody = body(
   {
     leaseToken: LeaseToken,
@@ -112,7 +120,7 @@ export const HeartbeatBody = body(
       example: '30s',
     }).optional(),
     progress: AnyJson('Any JSON, shown on the job as progress.', { done: 40, of: 100 }).optional(),
-    state: AnyJson('Saved on the periodic task and handed to its next job as taskState.', { cursor: 'msg-1200' }).optional(),
+    state: SavedState.optional(),
   },
   {},
 ).meta({
@@ -136,19 +144,13 @@ export const FinishedBody = body(
   {
     leaseToken: LeaseToken,
     result: AnyJson('Any JSON, kept on the job.', { sent: true }).optional(),
-    state: AnyJson('Saved on the periodic task and handed to its next job as taskState.', { cursor: 'msg-1200' }).optional(),
+    state: SavedState.optional(),
   },
   {},
 ).meta({
   id: 'Finished',
   additionalProperties: false,
   example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', result: { sent: true } },
-});
-
-export const ReleaseBody = body({ leaseToken: LeaseToken }, {}).meta({
-  id: 'Release',
-  additionalProperties: false,
-  example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00' },
 });
 
 const RetryIn = durationString({
@@ -158,12 +160,33 @@ const RetryIn = durationString({
   example: '1m',
 });
 
+const Final = z.boolean().meta({ description: 'true: failed for good, whatever attempts remain (no retry).' });
+
+export const ReleaseBody = body(
+  {
+    leaseToken: LeaseToken,
+    retryIn: durationString({
+      minMs: 0,
+      maxMs: MAX_DURATION_MS,
+      description: 'Queue the job again after this long (a snooze) instead of at once; the attempt is not counted either way.',
+      example: '10m',
+    }).optional(),
+    state: SavedState.optional(),
+  },
+  {},
+).meta({
+  id: 'Release',
+  additionalProperties: false,
+  example: { leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00', retryIn: '10m' },
+});
+
 export const FailedBody = body(
   {
     leaseToken: LeaseToken,
     error: AnyJson('Any JSON describing the failure (required).', { message: 'SMTP 451 try again later' }).optional(),
     retryIn: RetryIn.optional(),
-    state: AnyJson('Saved on the periodic task and handed to its next job as taskState.', { cursor: 'msg-1200' }).optional(),
+    final: Final.optional(),
+    state: SavedState.optional(),
   },
   {},
 )
@@ -192,7 +215,8 @@ const ReportItem = body(
     result: AnyJson('For outcome finished.', { sent: true }).optional(),
     error: AnyJson('For outcome failed.', { message: 'SMTP 451 try again later' }).optional(),
     retryIn: RetryIn.optional(),
-    state: AnyJson('Saved on the periodic task.', { cursor: 'msg-1200' }).optional(),
+    final: Final.optional(),
+    state: SavedState.optional(),
   },
   {},
 )
@@ -201,6 +225,7 @@ const ReportItem = body(
     if (r.outcome === 'finished') {
       if (r.error !== undefined) ctx.addIssue({ code: 'custom', path: ['error'], message: 'error belongs to outcome "failed"' });
       if (r.retryIn !== undefined) ctx.addIssue({ code: 'custom', path: ['retryIn'], message: 'retryIn belongs to outcome "failed"' });
+      if (r.final !== undefined) ctx.addIssue({ code: 'custom', path: ['final'], message: 'final belongs to outcome "failed"' });
     } else {
       // as POST /jobs/{id}/failed requires it
       if (r.error === undefined) ctx.addIssue({ code: 'custom', path: ['error'], message: '"error" is required for outcome "failed"' });

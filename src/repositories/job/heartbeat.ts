@@ -13,7 +13,7 @@ export interface HeartbeatParams {
   leaseMs?: number | undefined;
   /** undefined: unchanged. */
   progress?: unknown;
-  /** undefined: the task's state is not touched. */
+  /** undefined: nothing saved; else saved on the periodic task, or for a one-shot job as its checkpoint. */
   state?: unknown;
 }
 
@@ -25,7 +25,7 @@ export type HeartbeatResult =
 /**
  * Compare-and-set on id + lease token + state running (or cancelled while running: the worker must
  * still learn that it should stop) and not past deadline + grace: extends the lease, records
- * progress, saves the task's state. A cancelled job's lease is not extended.
+ * progress, saves the task's state (a one-shot job's checkpoint). A cancelled job's lease is not extended.
  */
 export async function jobHeartbeat(db: Executor, p: HeartbeatParams): Promise<HeartbeatResult> {
   if (!isJobId(p.id)) return { outcome: 'not_found' };
@@ -58,6 +58,7 @@ export async function jobHeartbeat(db: Executor, p: HeartbeatParams): Promise<He
       UPDATE job j SET
         lease_expires_at = CASE WHEN j.state = 'running' THEN ${now} + ${ms(lease)} ELSE j.lease_expires_at END,
         progress = ${newProgress ? sql`${v.progress}::jsonb` : sql`j.progress`},
+        checkpoint = CASE WHEN ${v.saveState}::boolean AND j.periodic_task_id IS NULL THEN ${v.state}::jsonb ELSE j.checkpoint END,
         updated_at = ${now}
       WHERE j.id = ${v.id}::bigint AND j.lease_token = ${v.token}::uuid AND j.state IN ('running', 'cancelled')
         AND ${withinGrace('j', v.now)}

@@ -2,15 +2,15 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import type { Job } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
-import { insertedJob, type JobInsertRow, ON_UNIQUE_KEY_CONFLICT } from './insert.js';
+import { insertedJob, type JobInsertRow, ON_UNIQUE_KEY_CONFLICT, RECENT_HOLDER_ABSENT } from './insert.js';
 
 const INSERT_RECORD = sql`i(ord int, type text, group_ text, args jsonb, subject text, submitter text, priority int,
-  run_at timestamptz, max_attempts int, unique_key text, timebox bigint, traceparent text)`;
+  run_at timestamptz, max_attempts int, unique_key text, timebox bigint, traceparent text, start_by timestamptz, unique_for bigint)`;
 
 /**
  * Inserts many jobs with ONE multi-row INSERT (all or nothing). Returns, in input order, each
  * inserted job, or null where an open job already held its uniqueKey (also when an earlier entry
- * of the same batch took the key). Only ids come back (the rest is known), which keeps large
+ * of the same batch took the key, or, with uniqueFor, a job created within it held the key). Only ids come back (the rest is known), which keeps large
  * batches cheap.
  *
  * Matching ids to input rows: without unique keys every row is inserted, and the identity values
@@ -34,6 +34,8 @@ export async function jobInsertMany(db: Executor, jobs: readonly JobInsertRow[],
       unique_key: j.uniqueKey,
       timebox: j.timebox,
       traceparent: j.traceparent,
+      start_by: j.startBy?.toISOString() ?? null,
+      unique_for: j.uniqueKey !== null ? (j.uniqueFor ?? null) : null,
     })),
   );
   const values = { input, now };
@@ -43,8 +45,10 @@ export async function jobInsertMany(db: Executor, jobs: readonly JobInsertRow[],
       'insert-many',
       values,
       (v) => sql<{ id: number }>`
-      INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
-      SELECT type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, ${v.now}::timestamptz, ${v.now}::timestamptz
+      INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, start_by,
+                       created_at, updated_at)
+      SELECT type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, start_by,
+             ${v.now}::timestamptz, ${v.now}::timestamptz
       FROM jsonb_to_recordset(${v.input}::jsonb) AS ${INSERT_RECORD}
       RETURNING id`,
     );
@@ -60,10 +64,13 @@ export async function jobInsertMany(db: Executor, jobs: readonly JobInsertRow[],
       SELECT nextval(seq.s) AS new_id, i.* FROM seq, jsonb_to_recordset(${v.input}::jsonb) AS ${INSERT_RECORD}
     ),
     ins AS (
-      INSERT INTO job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
+      INSERT INTO job (id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, start_by,
+                       created_at, updated_at)
       OVERRIDING SYSTEM VALUE
-      SELECT new_id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, ${n}, ${n}
-      FROM input ORDER BY ord
+      SELECT new_id, type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, start_by, ${n}, ${n}
+      FROM input
+      WHERE unique_for IS NULL OR ${RECENT_HOLDER_ABSENT(sql`input.unique_key`, sql`input.unique_for`, n)}
+      ORDER BY ord
       ${ON_UNIQUE_KEY_CONFLICT}
       RETURNING id
     )

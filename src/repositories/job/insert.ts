@@ -1,14 +1,28 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import type { Job } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
-import { OPEN } from './sql.js';
+import { ms, OPEN } from './sql.js';
 
 /** A job ready to insert: defaults applied, durations in ms. */
 export type JobInsertRow = Pick<
   Job,
-  'type' | 'group' | 'args' | 'subject' | 'submitter' | 'priority' | 'runAt' | 'maxAttempts' | 'uniqueKey' | 'timebox' | 'traceparent'
->;
+  | 'type'
+  | 'group'
+  | 'args'
+  | 'subject'
+  | 'submitter'
+  | 'priority'
+  | 'runAt'
+  | 'maxAttempts'
+  | 'uniqueKey'
+  | 'timebox'
+  | 'traceparent'
+  | 'startBy'
+> & {
+  /** With uniqueKey: the key also matches jobs (final ones too) created within this many ms. */
+  uniqueFor?: number | null | undefined;
+};
 
 /** The job a row becomes when inserted with `id` at `now` (every column is set by the INSERT). */
 export function insertedJob(j: JobInsertRow, id: number | string, now: Date): Job {
@@ -39,18 +53,26 @@ export function insertedJob(j: JobInsertRow, id: number | string, now: Date): Jo
     createdAt: now,
     updatedAt: now,
     traceparent: j.traceparent,
+    checkpoint: null,
+    startBy: j.startBy,
   };
 }
+
+/** No job with this key was created within `forMs` before `now` (uniqueFor; final jobs count too). */
+export const RECENT_HOLDER_ABSENT = (key: RawBuilder<unknown>, forMs: RawBuilder<unknown>, now: RawBuilder<unknown>) =>
+  sql`NOT EXISTS (SELECT 1 FROM job x WHERE x.unique_key = ${key} AND x.unique_key IS NOT NULL AND x.created_at > ${now} - ${ms(forMs)})`;
 
 export const ON_UNIQUE_KEY_CONFLICT = sql`ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ${OPEN} DO NOTHING`;
 
 /**
- * Inserts one job. With a uniqueKey held by an open job, inserts nothing and returns null: the
- * caller then reads the holder with jobFindOpenByUniqueKeys (a new snapshot sees it even when it
- * was committed by a concurrent insert after this statement began).
+ * Inserts one job. With a uniqueKey held by an open job — or with uniqueFor, by any job created
+ * within it — inserts nothing and returns null: the caller then reads the holder with
+ * jobFindByUniqueKeys (a new snapshot sees it even when it was committed by a concurrent insert
+ * after this statement began). Both checks are part of the one INSERT.
  */
 export async function jobInsert(db: Executor, j: JobInsertRow, now: Date): Promise<Job | null> {
   const unique = j.uniqueKey !== null;
+  const uniqueFor = unique && j.uniqueFor !== null && j.uniqueFor !== undefined;
   const values = {
     type: j.type,
     group: j.group,
@@ -63,16 +85,20 @@ export async function jobInsert(db: Executor, j: JobInsertRow, now: Date): Promi
     uniqueKey: j.uniqueKey,
     timebox: j.timebox,
     traceparent: j.traceparent,
+    startBy: j.startBy,
+    uniqueFor: uniqueFor ? j.uniqueFor! : null,
     now,
   };
   const rows = await compiledOnce(
     db,
-    unique ? 'insert+unique' : 'insert',
+    uniqueFor ? 'insert+unique-for' : unique ? 'insert+unique' : 'insert',
     values,
     (v) => sql<{ id: number }>`
-    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, created_at, updated_at)
-    VALUES (${v.type}, ${v.group}, ${v.args}::jsonb, ${v.subject}, ${v.submitter}, ${v.priority}, ${v.runAt}, ${v.maxAttempts},
-            ${v.uniqueKey}, ${v.timebox}, ${v.traceparent}, ${v.now}, ${v.now})
+    INSERT INTO job (type, group_, args, subject, submitter, priority, run_at, max_attempts, unique_key, timebox, traceparent, start_by,
+                     created_at, updated_at)
+    ${uniqueFor ? sql`SELECT` : sql`VALUES (`} ${v.type}, ${v.group}, ${v.args}::jsonb, ${v.subject}, ${v.submitter}, ${v.priority}, ${v.runAt}::timestamptz,
+            ${v.maxAttempts}::int, ${v.uniqueKey}, ${v.timebox}::bigint, ${v.traceparent}, ${v.startBy}::timestamptz, ${v.now}::timestamptz,
+            ${v.now}::timestamptz ${uniqueFor ? sql`WHERE ${RECENT_HOLDER_ABSENT(sql`${v.uniqueKey}::text`, sql`${v.uniqueFor}::bigint`, sql`${v.now}::timestamptz`)}` : sql`)`}
     ${unique ? ON_UNIQUE_KEY_CONFLICT : sql``}
     RETURNING id`,
   );

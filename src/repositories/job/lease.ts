@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
+import { DEFAULT_LEASE_MS } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { iso, ms } from './sql.js';
@@ -7,7 +8,8 @@ import { iso, ms } from './sql.js';
 /** One place in a claim: a job for this worker, leased for this long. */
 export interface LeaseSlot {
   worker: string;
-  leaseMs: number;
+  /** null: the job type's default lease, else DEFAULT_LEASE_MS. */
+  leaseMs: number | null;
 }
 
 export interface LeaseParams {
@@ -59,6 +61,7 @@ export function claimAgain(r: LeaseResult): boolean {
  *  - drops a job carrying run_interval (policy allow) that would begin before
  *    last_run + run_interval − run_tolerance, or that is not the first of its task in this claim;
  *  - sets the task's last_run = now for every job that runs, and returns the task's state as taskState.
+ * A job whose start_by has come (startBy) is dropped instead of leased (reason expired).
  * Without jobs of periodic tasks among the candidates, those parts touch no rows. Dropped jobs are
  * returned apart; the caller claims again for the slots they left empty.
  */
@@ -82,7 +85,7 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
     // Flow control: jobs of a paused type or group, or of one whose limit has no permit free (as of
     // this statement's snapshot, blocked_keys below), are not candidates: blocked groups are no
     // lanes, blocked types are no sources (or are filtered in their lanes).
-    const columns = sql`id, type, group_, periodic_task_id, run_interval, run_tolerance, priority, run_at`;
+    const columns = sql`id, type, group_, periodic_task_id, run_interval, run_tolerance, priority, run_at, start_by`;
     // Fairness between groups (migration 0008): the lanes of the highest priority that has a
     // runnable job — one per group, per type when the worker names types — and from each lane its
     // first jobs in run_at order, round by round: every lane's first job (lanes in random order),
@@ -108,6 +111,9 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
     const lowerLevel = byType
       ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${laneTypes}) AND j.priority < (SELECT max(priority) FROM lanes)`
       : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
+    // a lease that names no length takes the job type's default (a probe of a table that is
+    // empty unless types have defaults), else jobclock's
+    const lease = sql`coalesce(s.lease, (SELECT td.lease FROM job_type_defaults td WHERE td.type = j.type), ${DEFAULT_LEASE_MS}::bigint)`;
     const windowStart = (alias: string) => sql`${now} - ${ms(sql`${sql.ref(`${alias}.rate_window_ms`)}`)}`;
     return sql<Row>`
     WITH slots AS MATERIALIZED (
@@ -224,16 +230,18 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
     ),
     ranked AS MATERIALIZED (
       SELECT c.id, c.periodic_task_id, c.run_interval, coalesce(c.run_tolerance, 0) AS run_tolerance,
-             c.priority, c.run_at, t.id IS NOT NULL AS has_task, t.last_run, t.state AS task_state,
+             c.priority, c.run_at, c.start_by, t.id IS NOT NULL AS has_task, t.last_run, t.state AS task_state,
              row_number() OVER (PARTITION BY c.periodic_task_id ORDER BY c.priority DESC, c.run_at, c.id) AS nth
       FROM candidates c LEFT JOIN tasks t ON t.id = c.periodic_task_id
       WHERE c.id NOT IN (SELECT id FROM refused)
     ),
+    -- freshness: a job past its startBy is never handed out (dropped, reason expired), beside the
+    -- periodic drop check
     decided AS MATERIALIZED (
-      SELECT r.*,
-             r.has_task AND r.run_interval IS NOT NULL AND (
+      SELECT r.*, (r.start_by <= ${now}) IS TRUE AS expired,
+             (r.start_by <= ${now}) IS TRUE OR (r.has_task AND r.run_interval IS NOT NULL AND (
                r.nth > 1 OR (r.last_run IS NOT NULL AND ${now} < r.last_run + ${ms(sql`r.run_interval - r.run_tolerance`)})
-             ) AS to_drop
+             )) AS to_drop
       FROM ranked r
     ),
     -- per job that got slots: when the last job that held one of them stopped (arrays, looked up
@@ -256,8 +264,8 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
         worker = s.worker,
         attempts = j.attempts + 1,
         lease_token = gen_random_uuid(),
-        lease_expires_at = d.start_at + ${ms(sql`s.lease`)},
-        lease_duration = s.lease,
+        lease_expires_at = d.start_at + ${ms(lease)},
+        lease_duration = ${lease},
         started_at = d.start_at,
         deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE d.start_at + ${ms(sql`j.timebox`)} END,
         finished_at = NULL,
@@ -286,7 +294,12 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
         finished_at = ${now},
         lease_token = NULL,
         updated_at = ${now},
-        error = jsonb_build_object(
+        error = CASE WHEN d.expired THEN jsonb_build_object(
+          'kind', 'dropped', 'reason', 'expired',
+          'message', 'not leased by its startBy ' || ${iso(sql`d.start_by`)},
+          'startBy', ${iso(sql`d.start_by`)},
+          'at', ${iso(now)})
+        ELSE jsonb_build_object(
           'kind', 'dropped',
           'message', CASE WHEN d.nth > 1
             THEN 'another job of the same periodic task began at the same moment'
@@ -295,14 +308,14 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
           'lastRun', ${iso(sql`d.last_run`)},
           'interval', d.run_interval,
           'tolerance', d.run_tolerance,
-          'at', ${iso(now)})
+          'at', ${iso(now)}) END
       FROM decided d
       WHERE j.id = d.id AND d.to_drop
       RETURNING ${jobCols('j')}, NULL::jsonb AS task_state, NULL::bigint AS slot
     ),
     drop_events AS (
       INSERT INTO job_event (job_id, at, kind, detail)
-      SELECT x.id, ${now}, 'dropped', jsonb_build_object('error', x.error) FROM dropped x
+      SELECT x.id, ${now}, 'dropped', jsonb_strip_nulls(jsonb_build_object('error', x.error, 'reason', x.error->>'reason')) FROM dropped x
     ),
     touched AS (
       UPDATE periodic_task t SET last_run = ${now}

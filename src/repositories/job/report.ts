@@ -15,7 +15,9 @@ export interface ReportInput {
   error?: unknown;
   /** Requeue delay for a failure with attempts left; undefined: the backoff. */
   retryInMs?: number | undefined;
-  /** undefined: the task's state is not touched. */
+  /** A failure for good, whatever attempts remain. */
+  final?: boolean | undefined;
+  /** undefined: nothing saved; else saved on the periodic task, or for a one-shot job as its checkpoint. */
   state?: unknown;
   /** The backoff's jitter factor (domain/job.ts backoffJitter), drawn by the caller. */
   jitter: number;
@@ -46,10 +48,10 @@ export interface ReportResult {
  * Applies many finished/failed reports in ONE statement (UPDATE ... FROM jsonb_to_recordset), each
  * a compare-and-set on id + lease token + state running, not past deadline + grace:
  * - finished: state finished, result saved;
- * - failed with attempts left: queued again at now + retryIn, or now + the backoff
+ * - failed with attempts left and not `final`: queued again at now + retryIn, or now + the backoff
  *   (domain/job.ts retryDelayMs, evaluated here per row); else failed;
  * - on a job cancelled while it ran (its token kept): accepted, the job stays cancelled.
- * `state`, when given, is saved on the periodic task. The lease token is kept on the row, so a
+ * `state`, when given, is saved on the periodic task, or for a one-shot job as its checkpoint. The lease token is kept on the row, so a
  * repeated report with the same token is recognised and answered as a repeat, with the job as it is.
  * Returns one result per input, in input order, with its verdict (see ReportVerdict); with
  * `jobs: false` the results carry no job (cheaper: no full rows are returned).
@@ -73,6 +75,7 @@ export async function jobReport(
       result: r.result ?? null,
       error: r.error ?? null,
       retry_in: r.retryInMs ?? null,
+      final: r.final === true,
       has_state: r.state !== undefined,
       task_state: r.state ?? null,
       jitter: r.jitter,
@@ -94,7 +97,7 @@ export async function jobReport(
   const values = { input: JSON.stringify(input), now };
   const rows = await compiledOnce(db, withJobs ? 'report+jobs' : 'report', values, (v) => {
     const n = sql`${v.now}::timestamptz`;
-    const requeue = sql`(j.state = 'running' AND i.outcome = 'failed' AND j.attempts < j.max_attempts)`;
+    const requeue = sql`(j.state = 'running' AND i.outcome = 'failed' AND j.attempts < j.max_attempts AND NOT i.final)`;
     // Without jobs in the answer, only what the statuses, the logs and the side effects need comes
     // back: no 29-column rows to send, parse and turn into jobs (most of a batch report's cost).
     const pick = withJobs
@@ -112,14 +115,14 @@ export async function jobReport(
     return sql<Row>`
     WITH input AS MATERIALIZED (
       SELECT * FROM jsonb_to_recordset(${v.input}::jsonb) AS i(
-        ord int, id bigint, token uuid, outcome text, result jsonb, error jsonb, retry_in bigint,
+        ord int, id bigint, token uuid, outcome text, result jsonb, error jsonb, retry_in bigint, final boolean,
         has_state boolean, task_state jsonb, jitter float8)
     ),
     upd AS (
       UPDATE job j SET
         state = CASE WHEN j.state = 'cancelled' THEN 'cancelled'
                      WHEN i.outcome = 'finished' THEN 'finished'
-                     WHEN j.attempts < j.max_attempts THEN 'queued'
+                     WHEN j.attempts < j.max_attempts AND NOT i.final THEN 'queued'
                      ELSE 'failed' END,
         run_at = CASE WHEN ${requeue} THEN ${n} + ${ms(sql`coalesce(i.retry_in,
                    round(least(${BACKOFF_BASE_MS}::float8 * power(2::float8, least(greatest(j.attempts, 0), 31)), ${BACKOFF_MAX_MS}::float8) * i.jitter)::bigint)`)}
@@ -127,6 +130,9 @@ export async function jobReport(
         finished_at = CASE WHEN j.state = 'cancelled' THEN j.finished_at WHEN ${requeue} THEN NULL ELSE ${n} END,
         result = CASE WHEN j.state = 'running' AND i.outcome = 'finished' THEN i.result ELSE j.result END,
         error = CASE WHEN j.state = 'running' AND i.outcome = 'failed' THEN i.error ELSE j.error END,
+        -- a one-shot job's state is its checkpoint, handed to its next attempt (a periodic task's
+        -- goes to the task, below)
+        checkpoint = CASE WHEN j.state = 'running' AND i.has_state AND j.periodic_task_id IS NULL THEN i.task_state ELSE j.checkpoint END,
         lease_expires_at = NULL,
         deadline = CASE WHEN ${requeue} THEN NULL ELSE j.deadline END,
         -- the slots it held are released below, for the whole batch at once (the row trigger of
@@ -141,7 +147,7 @@ export async function jobReport(
       FROM (SELECT DISTINCT ON (id, token) * FROM input ORDER BY id, token, ord) i
       WHERE j.id = i.id AND j.lease_token = i.token AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', v.now)}
       RETURNING ${returning}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord,
-                i.outcome AS used_outcome
+                i.outcome AS used_outcome, i.final AS used_final
     ),
     -- the history keeps what the row cannot: the end of an attempt that failed (a finished attempt
     -- is read from the row itself)
@@ -149,7 +155,8 @@ export async function jobReport(
       INSERT INTO job_event (job_id, at, kind, attempt, worker, detail)
       SELECT u.id, ${n}, CASE WHEN u.state = 'queued' THEN 'requeued' ELSE 'failed' END, u.attempts, u.worker,
              jsonb_strip_nulls(jsonb_build_object('error', u.error, 'startedAt', ${iso(sql`u.started_at`)},
-               'retryAt', CASE WHEN u.state = 'queued' THEN ${iso(sql`u.run_at`)} END))
+               'retryAt', CASE WHEN u.state = 'queued' THEN ${iso(sql`u.run_at`)} END,
+               'final', CASE WHEN u.used_final AND u.state = 'failed' THEN true END))
       FROM upd u WHERE u.used_outcome = 'failed' AND u.state IN ('queued', 'failed')
     ),
     saved AS (

@@ -4,9 +4,9 @@ import type { Job, LeasedJob } from '../../domain/job.js';
 
 /**
  * A job row as node-postgres returns it: the table's select types (timestamptz as Date, jsonb
- * parsed), int8 ids as numbers (see database.ts), without the internal `holds_slot`.
+ * parsed), int8 ids as numbers (see database.ts), without the internal `holds_slot` and `watched`.
  */
-export type JobRow = Omit<Selectable<JobTable>, 'id' | 'holds_slot'> & { id: number | string };
+export type JobRow = Omit<Selectable<JobTable>, 'id' | 'holds_slot' | 'watched'> & { id: number | string };
 
 /** Every column of `job`, in table order (for statements that pick each column from two sources). */
 export const JOB_COLUMNS = [
@@ -40,6 +40,8 @@ export const JOB_COLUMNS = [
   'created_at',
   'updated_at',
   'traceparent',
+  'checkpoint',
+  'start_by',
 ] as const satisfies readonly (keyof JobRow)[];
 
 /**
@@ -78,6 +80,8 @@ export function jobFromRow(r: JobRow): Job {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     traceparent: r.traceparent,
+    checkpoint: r.checkpoint ?? null,
+    startBy: r.start_by,
   };
 }
 

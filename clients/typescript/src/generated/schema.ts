@@ -87,7 +87,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a job */
+        /**
+         * Get a job (with wait: as soon as it ends)
+         * @description With `wait` (at most 60s), answers as soon as the job is finished, failed, dropped or cancelled, or with the job as it is when the wait runs out (its state says which). 503 when too many requests already wait on this instance.
+         */
         get: operations["getJob"];
         put?: never;
         post?: never;
@@ -169,7 +172,7 @@ export interface paths {
         put?: never;
         /**
          * Report a job failed
-         * @description With attempts left the job is queued again after a backoff (or retryIn); else it is failed.
+         * @description With attempts left the job is queued again after a backoff (or retryIn); else, or with final: true, it is failed.
          */
         post: operations["reportJobFailed"];
         delete?: never;
@@ -226,7 +229,7 @@ export interface paths {
         put?: never;
         /**
          * Give a lease back
-         * @description The job is queued again at once and the attempt is not counted: for a worker that stops before it could do the work. A token that is not the current lease (repeated, stale, or the job was reported) is 409.
+         * @description The job is queued again at once, or after retryIn (a snooze), and the attempt is not counted: for a worker that stops before it could do the work, or cannot do it now. state is saved as a heartbeat saves it. A token that is not the current lease (repeated, stale, or the job was reported) is 409.
          */
         post: operations["releaseJob"];
         delete?: never;
@@ -792,6 +795,8 @@ export interface components {
              * @example 2026-11-20T09:00:00.000Z
              */
             runAt?: string;
+            /** @description Never handed out at or after this moment: a job not leased by then ends dropped (reason expired). */
+            startBy?: string | null;
             /** @description What the job is about, for people and search. */
             subject?: string | null;
             /** @description Who submitted it. */
@@ -804,6 +809,11 @@ export interface components {
              * @example mail.send
              */
             type: string;
+            /**
+             * @description With uniqueKey: the key also matches a finished, failed, dropped or cancelled job created within this long (200 with that job), so that a retried POST creates no duplicate. At most 30d. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 24h
+             */
+            uniqueFor?: string;
             /** @description While a queued or running job has this key, creating another returns that job (200). */
             uniqueKey?: string | null;
         };
@@ -824,6 +834,8 @@ export interface components {
              *     }
              */
             error: unknown;
+            /** @description true: failed for good, whatever attempts remain (no retry). */
+            final?: boolean;
             /**
              * Format: uuid
              * @description The fencing token of the lease, from POST /jobs/next.
@@ -836,7 +848,7 @@ export interface components {
              */
             retryIn?: string;
             /**
-             * @description Saved on the periodic task and handed to its next job as taskState.
+             * @description For a job of a periodic task: saved on the task and handed to its next job as taskState. For a one-shot job: kept as the job's checkpoint and handed to its next attempt.
              * @example {
              *       "cursor": "msg-1200"
              *     }
@@ -866,7 +878,7 @@ export interface components {
              */
             result?: unknown;
             /**
-             * @description Saved on the periodic task and handed to its next job as taskState.
+             * @description For a job of a periodic task: saved on the task and handed to its next job as taskState. For a one-shot job: kept as the job's checkpoint and handed to its next attempt.
              * @example {
              *       "cursor": "msg-1200"
              *     }
@@ -919,7 +931,7 @@ export interface components {
              */
             progress?: unknown;
             /**
-             * @description Saved on the periodic task and handed to its next job as taskState.
+             * @description For a job of a periodic task: saved on the task and handed to its next job as taskState. For a one-shot job: kept as the job's checkpoint and handed to its next attempt.
              * @example {
              *       "cursor": "msg-1200"
              *     }
@@ -969,7 +981,9 @@ export interface components {
          *       "error": null,
          *       "createdAt": "2026-11-20T08:59:59.120Z",
          *       "updatedAt": "2026-11-20T08:59:59.120Z",
-         *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+         *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+         *       "checkpoint": null,
+         *       "startBy": null
          *     }
          */
         Job: {
@@ -982,6 +996,8 @@ export interface components {
             args: unknown;
             /** @description Leases so far. */
             attempts: number;
+            /** @description The state a worker saved (heartbeat, release or report) for the next attempt of this one-shot job; null if none. */
+            checkpoint: unknown;
             /**
              * Format: date-time
              * @example 2026-11-20T09:00:00.000Z
@@ -1013,6 +1029,8 @@ export interface components {
             runAt: string;
             /** @description For a job of a periodic task: the scheduled time it was submitted for. */
             scheduledAt: string | null;
+            /** @description Not handed out at or after this moment: the job ends dropped (reason expired). */
+            startBy: string | null;
             startedAt: string | null;
             /** @enum {string} */
             state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
@@ -1108,6 +1126,8 @@ export interface components {
                 /** @description Queued with runAt in the future */
                 scheduled: number;
             };
+            /** @description On GET and PATCH /types/{type}: the defaults for new jobs, or null. */
+            defaults?: components["schemas"]["JobTypeDefaultsView"] | null;
             /** @description runAt of the oldest runnable queued job, or null */
             oldestQueuedAt: string | null;
             paused: boolean;
@@ -1115,9 +1135,68 @@ export interface components {
             rate: string | null;
             type: string;
         };
+        /**
+         * @example {
+         *       "maxAttempts": 10,
+         *       "timebox": "2m",
+         *       "startWithin": "1h"
+         *     }
+         */
+        JobTypeDefaultsInput: {
+            /**
+             * @description The lease of leases that name none. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 1m
+             */
+            lease?: string;
+            /** @example 10 */
+            maxAttempts?: number;
+            /**
+             * @description Higher runs first.
+             * @example 0
+             */
+            priority?: number;
+            /**
+             * @description New jobs that set no startBy get startBy = creation + this. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 2m
+             */
+            startWithin?: string;
+            /**
+             * @description The timebox of new jobs that set none. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 2m
+             */
+            timebox?: string;
+        };
+        JobTypeDefaultsView: {
+            lease?: string;
+            maxAttempts?: number;
+            priority?: number;
+            startWithin?: string;
+            timebox?: string;
+        };
         JobTypeList: {
             items: components["schemas"]["JobType"][];
             nextCursor: string | null;
+        };
+        /**
+         * @example {
+         *       "defaults": {
+         *         "maxAttempts": 10,
+         *         "timebox": "2m",
+         *         "startWithin": "1h"
+         *       }
+         *     }
+         */
+        JobTypePatchInput: {
+            /**
+             * @description At most this many of its jobs running at once; null: no limit
+             * @example 5
+             */
+            concurrency?: number | null;
+            /** @description Applied to new jobs of the type that do not say otherwise (HTTP and SQL alike); null removes them. */
+            defaults?: components["schemas"]["JobTypeDefaultsInput"] | null;
+            /** @description true: no job of it is leased; running jobs go on */
+            paused?: boolean;
+            rate?: string | null;
         };
         /**
          * @description A job handed to a worker, with its lease.
@@ -1150,6 +1229,8 @@ export interface components {
          *       "createdAt": "2026-11-20T08:59:59.120Z",
          *       "updatedAt": "2026-11-20T09:00:00.015Z",
          *       "traceparent": null,
+         *       "checkpoint": null,
+         *       "startBy": null,
          *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00",
          *       "taskState": null
          *     }
@@ -1164,6 +1245,8 @@ export interface components {
             args: unknown;
             /** @description Leases so far. */
             attempts: number;
+            /** @description The state a worker saved (heartbeat, release or report) for the next attempt of this one-shot job; null if none. */
+            checkpoint: unknown;
             /**
              * Format: date-time
              * @example 2026-11-20T09:00:00.000Z
@@ -1197,6 +1280,8 @@ export interface components {
             runAt: string;
             /** @description For a job of a periodic task: the scheduled time it was submitted for. */
             scheduledAt: string | null;
+            /** @description Not handed out at or after this moment: the job ends dropped (reason expired). */
+            startBy: string | null;
             startedAt: string | null;
             /** @enum {string} */
             state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
@@ -1541,7 +1626,8 @@ export interface components {
         };
         /**
          * @example {
-         *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00"
+         *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00",
+         *       "retryIn": "10m"
          *     }
          */
         ReleaseInput: {
@@ -1551,6 +1637,18 @@ export interface components {
              * @example 3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00
              */
             leaseToken: string;
+            /**
+             * @description Queue the job again after this long (a snooze) instead of at once; the attempt is not counted either way. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 10m
+             */
+            retryIn?: string;
+            /**
+             * @description For a job of a periodic task: saved on the task and handed to its next job as taskState. For a one-shot job: kept as the job's checkpoint and handed to its next attempt.
+             * @example {
+             *       "cursor": "msg-1200"
+             *     }
+             */
+            state?: unknown;
         };
         /**
          * @description Many finished/failed reports in one request, applied in one statement.
@@ -1585,6 +1683,8 @@ export interface components {
                  *     }
                  */
                 error?: unknown;
+                /** @description true: failed for good, whatever attempts remain (no retry). */
+                final?: boolean;
                 /** @example 1042 */
                 id: string;
                 /**
@@ -1608,7 +1708,7 @@ export interface components {
                  */
                 retryIn?: string;
                 /**
-                 * @description Saved on the periodic task.
+                 * @description For a job of a periodic task: saved on the task and handed to its next job as taskState. For a one-shot job: kept as the job's checkpoint and handed to its next attempt.
                  * @example {
                  *       "cursor": "msg-1200"
                  *     }
@@ -2310,7 +2410,10 @@ export interface operations {
     };
     getJob: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Wait this long (at most 60s) for the job to end before answering with it as it is. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S. */
+                wait?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -4826,7 +4929,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["FlowPolicyPatchInput"];
+                "application/json": components["schemas"]["JobTypePatchInput"];
             };
         };
         responses: {
