@@ -60,36 +60,30 @@ export class RetentionCleaner extends LoopService {
   /** One sweep at `now`: returns how many jobs it deleted. */
   async tick(now: Date): Promise<number> {
     const before = new Date(now.getTime() - this.ctx.retentionMs);
-    let total = 0;
     this.behind = false;
-    for (let i = 0; i < this.maxBatches; i++) {
-      const n = await jobDeleteOld(this.ctx.db, before, this.batchSize);
-      total += n;
-      if (n < this.batchSize) break;
-      if (i === this.maxBatches - 1) this.behind = true;
-    }
+    const total = await this.sweep((limit) => jobDeleteOld(this.ctx.db, before, limit));
     if (total > 0) this.ctx.logger.info({ deleted: total, before }, 'deleted final jobs older than the retention');
     // webhook deliveries that were delivered or given up on, with the jobs of their time
-    let deliveries = 0;
-    for (let i = 0; i < this.maxBatches; i++) {
-      const n = await deliveryDeleteOld(this.ctx.db, before, this.batchSize);
-      deliveries += n;
-      if (n < this.batchSize) break;
-      if (i === this.maxBatches - 1) this.behind = true;
-    }
+    const deliveries = await this.sweep((limit) => deliveryDeleteOld(this.ctx.db, before, limit));
     if (deliveries > 0) this.ctx.logger.info({ deleted: deliveries, before }, 'deleted webhook deliveries older than the retention');
     // the run ledger's records of slots without a job expire with the jobs of their time
-    let records = 0;
-    for (let i = 0; i < this.maxBatches; i++) {
-      const n = await slotRecordDeleteOld(this.ctx.db, before, this.batchSize);
-      records += n;
-      if (n < this.batchSize) break;
-      if (i === this.maxBatches - 1) this.behind = true;
-    }
+    const records = await this.sweep((limit) => slotRecordDeleteOld(this.ctx.db, before, limit));
     if (records > 0) this.ctx.logger.info({ deleted: records, before }, 'deleted run ledger records older than the retention');
     const parts = await jobSearchUpkeep(this.ctx.db, this.searchPartitionWidth);
     if (parts.created > 0 || parts.dropped > 0)
       this.ctx.logger.info(parts, 'job_search partitions created ahead of the job ids, or dropped behind them');
+    return total;
+  }
+
+  /** Deletes in statements of batchSize rows, at most maxBatches of them; a full last one leaves the sweep behind. */
+  private async sweep(deleteSome: (limit: number) => Promise<number>): Promise<number> {
+    let total = 0;
+    for (let i = 0; i < this.maxBatches; i++) {
+      const n = await deleteSome(this.batchSize);
+      total += n;
+      if (n < this.batchSize) break;
+      if (i === this.maxBatches - 1) this.behind = true;
+    }
     return total;
   }
 }

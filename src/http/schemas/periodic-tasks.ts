@@ -220,6 +220,14 @@ export const TaskPageSchema = z.object({
   nextCursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page' }),
 });
 
+/** A page size: 1..1000, default 100. */
+const PageLimit = z.coerce
+  .number({ message: 'limit must be a number' })
+  .int('limit must be a whole number')
+  .min(1, 'limit must be at least 1')
+  .max(1000, 'limit must be at most 1000')
+  .default(100);
+
 export const TaskListQuerySchema = z.strictObject({
   owner: name('owner').optional(),
   task: name('task').optional(),
@@ -238,12 +246,7 @@ export const TaskListQuerySchema = z.strictObject({
     .max(100, 'runs must be at most 100')
     .optional()
     .meta({ description: 'Also the newest `runs` entries of each task’s run ledger, as `recentRuns` (a dashboard’s strips)' }),
-  limit: z.coerce
-    .number({ message: 'limit must be a number' })
-    .int('limit must be a whole number')
-    .min(1, 'limit must be at least 1')
-    .max(1000, 'limit must be at most 1000')
-    .default(100),
+  limit: PageLimit,
   cursor: z.string().min(1).max(1000).optional(),
 });
 
@@ -305,12 +308,7 @@ export function taskToJson(t: PeriodicTaskView): z.output<typeof PeriodicTaskSch
 export const RunsQuerySchema = z.strictObject({
   from: TimestampIn.optional().meta({ description: 'The oldest slot listed (inclusive); default: the task’s first' }),
   to: TimestampIn.optional().meta({ description: 'The newest slot listed (inclusive); default and at most: now' }),
-  limit: z.coerce
-    .number({ message: 'limit must be a number' })
-    .int('limit must be a whole number')
-    .min(1, 'limit must be at least 1')
-    .max(1000, 'limit must be at most 1000')
-    .default(100),
+  limit: PageLimit,
   cursor: z.string().min(1).max(1000).optional(),
 });
 
