@@ -387,6 +387,7 @@ let rendering = 0;
 async function render() {
   const r = route();
   const mine = ++rendering;
+  const hash = location.hash;
   for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('current', a.dataset.nav === r.nav);
   showWho();
   document.body.dataset.page = r.name;
@@ -401,7 +402,9 @@ async function render() {
       main.innerHTML = `<p class="error">${problemText(err)}</p>`;
     }
   }
-  if (mine === rendering) document.body.dataset.ready = 'true';
+  if (mine !== rendering) return;
+  document.body.dataset.rendered = hash;
+  document.body.dataset.ready = 'true';
 }
 
 async function act(fn, done) {

@@ -44,7 +44,12 @@ export async function open(page: Page, base: string, hash: string): Promise<void
   } else {
     await page.goto(url);
   }
-  await page.waitForSelector('body[data-ready="true"]');
+  // A render started before the hash changed (say, after an action) may finish first: wait for the
+  // render of this page, not any render.
+  await page.waitForFunction(
+    (h) => document.body.dataset.ready === 'true' && document.body.dataset.rendered === h,
+    hash === '' ? '' : hash,
+  );
 }
 
 /** Waits for the page to render again after an action. */
