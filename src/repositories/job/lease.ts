@@ -271,6 +271,8 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
         finished_at = NULL,
         progress = NULL,
         holds_slot = d.holds_slot,
+        -- a debounced job that began no longer holds its key (see migration 0024)
+        debounce_until = NULL,
         updated_at = ${now}
       FROM assigned d JOIN slots s ON s.n = d.slot
       -- a primary-key probe per job: the candidates come from lanes whose estimate is small (an

@@ -775,6 +775,16 @@ export interface components {
              */
             args?: unknown;
             /**
+             * @description With uniqueKey: while a queued job (not yet leased) holds the key, this submission replaces its args and moves its runAt to now + debounce (200 with that job); else a new job with runAt = now + debounce. Not with runAt or uniqueFor. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 2s
+             */
+            debounce?: string;
+            /**
+             * @description With debounce: runAt never moves past the job's first submission + this. Default 10 × debounce. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 20s
+             */
+            debounceMax?: string;
+            /**
              * @description Default `default`; workers may lease by group.
              * @example default
              */
