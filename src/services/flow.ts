@@ -1,6 +1,7 @@
 import { withTransaction } from '../db/executor.js';
 import { formatDuration } from '../domain/duration.js';
 import { type FlowKeyRow, type FlowKind, flowKeys, type FlowPatch, flowPolicyPatch } from '../repositories/flow.js';
+import { type GroupsDefault, groupsDefaultGet, groupsDefaultSet } from '../repositories/flow-default.js';
 import { type TypeDefaults, typeDefaultsOf, typeDefaultsSet } from '../repositories/type-defaults.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -71,6 +72,18 @@ export class FlowService {
     });
     this.ctx.logger.info({ type: name, ...policy, defaults, actor }, 'type policy changed');
     return this.getType(name);
+  }
+
+  /** The policy of every group without one of its own, and how many permits it holds. */
+  groupsDefault(): Promise<GroupsDefault> {
+    return groupsDefaultGet(this.ctx.db);
+  }
+
+  /** Sets the default concurrency of undeclared groups; every lease that starts after this answered obeys it. */
+  async patchGroupsDefault(patch: { concurrency?: number | null | undefined }, actor: string | null): Promise<GroupsDefault> {
+    if (patch.concurrency !== undefined) await groupsDefaultSet(this.ctx.db, patch.concurrency, this.ctx.clock.now());
+    this.ctx.logger.info({ ...patch, actor }, 'groups default changed');
+    return this.groupsDefault();
   }
 
   /** Changes the policy; every lease that starts after this answered obeys it (the lease reads the table). */

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { type JobsApi, jobsApi } from './jobs-support.js';
+import { type JobsApi, jobsApi, threeInstances } from './jobs-support.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
@@ -15,11 +15,7 @@ const clock = new ManualClock(T0);
 
 beforeAll(async () => {
   tdb = await createTestDatabase();
-  instances = [
-    await jobsApi({ db: tdb.db, instanceId: 'a' }),
-    await jobsApi({ db: tdb.connect(), instanceId: 'b' }),
-    await jobsApi({ db: tdb.connect(), instanceId: 'c' }),
-  ];
+  instances = await threeInstances(tdb);
   m = await jobsApi({ db: tdb.connect(), instanceId: 'm', clock });
 });
 afterAll(async () => {
