@@ -42,7 +42,16 @@ export class FlowService {
     const rows = await flowKeys(this.ctx.db, kind, this.ctx.clock.now(), { after, limit: q.limit + 1 });
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
-    return { items: page.map(view), nextCursor: rows.length > q.limit && last ? encodeCursor(CURSOR_PREFIX[kind], last.name) : null };
+    const items = page.map(view);
+    if (kind === 'type') {
+      // each type with its defaults for new jobs (null: none), as GET /types/{type} shows them
+      const defaults = await typeDefaultsOf(
+        this.ctx.db,
+        items.map((v) => v.name),
+      );
+      for (const v of items) v.defaults = defaults.get(v.name) ?? null;
+    }
+    return { items, nextCursor: rows.length > q.limit && last ? encodeCursor(CURSOR_PREFIX[kind], last.name) : null };
   }
 
   /** One type or group; one with neither open jobs nor a policy is shown with zero counts and no policy. */

@@ -111,7 +111,7 @@ export const TypeSchema = z
     ...common,
     defaults: TypeDefaultsOut.nullable()
       .optional()
-      .meta({ description: 'On GET and PATCH /types/{type}: the defaults for new jobs, or null.' }),
+      .meta({ description: 'The defaults for new jobs of the type (PATCH /types/{type} defaults), or null.' }),
   })
   .meta({ id: 'JobType' });
 export const GroupSchema = z.object({ group: z.string(), ...common }).meta({ id: 'JobGroup' });

@@ -1183,7 +1183,7 @@ export interface components {
                 /** @description Queued with runAt in the future */
                 scheduled: number;
             };
-            /** @description On GET and PATCH /types/{type}: the defaults for new jobs, or null. */
+            /** @description The defaults for new jobs of the type (PATCH /types/{type} defaults), or null. */
             defaults?: components["schemas"]["JobTypeDefaultsView"] | null;
             /** @description runAt of the oldest runnable queued job, or null */
             oldestQueuedAt: string | null;
