@@ -670,6 +670,8 @@ export const jobclockSeq1000 = jobclockProcessing(
   { types: ['noop'], wait: '30s' },
   { groups: 1_000, groupsDefault: 1 },
 );
+/** The README loop over 100,000 groups without a default: the reference of b.seq100k for the spread alone. */
+export const jobclockGroups100k = jobclockProcessing('b.groups100k', 'reports', { types: ['noop'], wait: '30s' }, { groups: 100_000 });
 /** The same over 100,000 groups (each with few jobs): the cost of a permit per group. **Target ≥ 0.8× b.loop.** */
 export const jobclockSeq100k = jobclockProcessing(
   'b.seq100k',

@@ -49,32 +49,34 @@ export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
     -- of this lease too: one that another lease holds locked (SKIP LOCKED passed it over) keeps
     -- its turn. A range of job_fair_idx per candidate.
     default_heads AS MATERIALIZED (
-      SELECT d.* FROM default_needs d
+      SELECT d.*,
+             -- the group's permits free in this statement's snapshot (a probe of the primary key each)
+             (SELECT array_agg(x.n ORDER BY x.n) FROM generate_series(1, (SELECT g.concurrency FROM group_default g)) x(n)
+               WHERE NOT EXISTS (SELECT 1 FROM flow_slot s WHERE s.kind = 'default-group' AND s.name = d.group_ AND s.n = x.n
+                                   AND s.job_id IS NOT NULL)) AS ns
+      FROM default_needs d
       WHERE (SELECT count(*) FROM (
                SELECT 1 FROM job j
                WHERE j.state = 'queued' AND j.priority = d.priority AND hashtext(j.group_) = hashtext(d.group_) AND j.group_ = d.group_
                  AND (j.run_at, j.id) < (d.run_at, d.id)
                LIMIT d.rn) x) < d.rn
     ),
-    default_free AS MATERIALIZED (
-      SELECT g.group_, array_agg(x.n ORDER BY x.n) AS ns
-      FROM (SELECT DISTINCT group_ FROM default_heads) g
-      CROSS JOIN generate_series(1, (SELECT d.concurrency FROM group_default d)) x(n)
-      WHERE NOT EXISTS (SELECT 1 FROM flow_slot s WHERE s.kind = 'default-group' AND s.name = g.group_ AND s.n = x.n AND s.job_id IS NOT NULL)
-      GROUP BY g.group_
-    ),
     default_grants AS (
       INSERT INTO flow_slot AS s (kind, name, n, job_id)
-      SELECT 'default-group', d.group_, f.ns[d.rn], d.id
-      FROM default_heads d JOIN default_free f ON f.group_ = d.group_
-      WHERE d.rn <= cardinality(f.ns)
+      SELECT 'default-group', d.group_, d.ns[d.rn], d.id
+      FROM default_heads d
+      WHERE d.rn <= cardinality(d.ns)
       -- one order of row locks for every lease: two leases wait for each other, never in a cycle
-      ORDER BY d.group_, f.ns[d.rn]
+      ORDER BY d.group_, d.ns[d.rn]
       ON CONFLICT (kind, name, n) DO UPDATE SET job_id = EXCLUDED.job_id WHERE s.job_id IS NULL
       RETURNING s.job_id AS id, s.released_at
+    ),
+    -- looked up by position (arrays), not joined: the generic plan's estimates made joins quadratic
+    default_holders AS MATERIALIZED (
+      SELECT coalesce(array_agg(g.id), '{}') AS ids, coalesce(array_agg(g.released_at), '{}') AS released FROM default_grants g
     ),
     all_refused AS MATERIALIZED (
       SELECT id FROM refused
       UNION
-      SELECT d.id FROM default_needs d WHERE d.id NOT IN (SELECT g.id FROM default_grants g)
+      SELECT d.id FROM default_needs d WHERE NOT d.id = ANY ((SELECT h.ids FROM default_holders h)::bigint[])
     )`;

@@ -256,12 +256,12 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
     ),
     assigned AS MATERIALIZED (
       SELECT d.*, count(*) FILTER (WHERE NOT d.to_drop) OVER (ORDER BY d.priority DESC, d.run_at, d.id ROWS UNBOUNDED PRECEDING) AS slot,
-             h.k IS NOT NULL OR dg.id IS NOT NULL AS holds_slot,
+             h.k IS NOT NULL OR dh.k IS NOT NULL AS holds_slot,
              -- not before the job that held its slot stopped (see flow_slot.released_at)
-             greatest(${now}, (SELECT x.released[h.k] FROM slot_holders x), dg.released_at) AS start_at
+             greatest(${now}, (SELECT x.released[h.k] FROM slot_holders x), (SELECT x.released[dh.k] FROM default_holders x)) AS start_at
       FROM decided d
       LEFT JOIN LATERAL (SELECT array_position(x.ids, d.id) AS k FROM slot_holders x) h ON h.k IS NOT NULL
-      LEFT JOIN default_grants dg ON dg.id = d.id
+      LEFT JOIN LATERAL (SELECT array_position(x.ids, d.id) AS k FROM default_holders x) dh ON dh.k IS NOT NULL
     ),
     leased AS (
       UPDATE job j SET
