@@ -155,6 +155,29 @@ export function summarize(
   rate('b.groups100', '(b) jobclock: README loop, jobs spread over 100 groups taking turns', 'jobs/s', [
     { key: 'b.loop', label: 'README loop', min: 0.8 },
   ]);
+  rate('b.seq1000', '(b) jobclock: README loop over 1,000 groups, each one job at a time (groups-default 1)', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop' },
+  ]);
+  for (const key of ['b.seq1000', 'b.seq100k']) {
+    // the share of time each busy group has a job running, and runs that began before the previous ended
+    const median = spread(values(rounds, key, (r) => r.extra?.groupBusyMedian ?? Number.NaN));
+    const overlaps = spread(values(rounds, key, (r) => r.extra?.groupOverlaps ?? Number.NaN));
+    if (median && overlaps) {
+      rows.push({
+        measurement: `(b) … ${key}: share of time each group that ran > 1 job had one running (median over groups)`,
+        result: `${fmt(median.median * 100)}% [${fmt(median.min * 100)}–${fmt(median.max * 100)}]; runs overlapping their group's previous: ${fmt(overlaps.max)}`,
+        ratio: '',
+        target: '0 overlaps',
+        pass: passMark(overlaps.max === 0),
+      });
+      figures[`${key}.busy`] = { median, overlaps };
+    }
+  }
+  rate('b.seq100k', '(b) jobclock: the same over 100,000 groups', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop', min: 0.8 },
+    { key: 'b.groups100k', label: 'the same without the default' },
+  ]);
+  rate('b.groups100k', '(b) jobclock: README loop over 100,000 groups, no default', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.policy', '(b) jobclock: README loop under a concurrency limit (1000) that does not bind', 'jobs/s', [
     { key: 'b.loop', label: 'README loop', min: 0.85 },
   ]);
@@ -338,6 +361,9 @@ export function summarize(
   ]);
   // Enqueue
   rate('d.post', '(d) POST /jobs, 8 clients', 'jobs/s', [{ key: 'd.pgboss12', label: 'pg-boss 12 send', min: 2 }]);
+  rate('d.debounce', '(d) POST /jobs with uniqueKey + debounce over 1,000 keys, 8 clients', 'submissions/s', [
+    { key: 'd.post', label: 'plain POST /jobs' },
+  ]);
   rate('d.pgboss12', '(d) pg-boss 12 send(), 8 callers', 'jobs/s');
   rate('d.batch', '(d) POST /jobs/batch of 1000, 1 client', 'jobs/s', [
     { key: 'd.pgboss12ins', label: 'pg-boss 12 insert', min: 1.0 },

@@ -19,7 +19,7 @@ import { JobclockHost } from './lib/jobclock.js';
 import { BenchServer } from './lib/postgres.js';
 import { fmt } from './lib/stats.js';
 import { Templates } from './lib/templates.js';
-import { pgBoss12Insert, pgBoss12Send, postBatch, postJobs, rawInsert, sqlAddJobs } from './measure/enqueue.js';
+import { pgBoss12Insert, pgBoss12Send, postBatch, postDebounced, postJobs, rawInsert, sqlAddJobs } from './measure/enqueue.js';
 import {
   growthBase,
   growthChurn,
@@ -52,6 +52,9 @@ import {
   rawClaim100,
   jobclockInterleaved,
   jobclockGroups,
+  jobclockSeq1000,
+  jobclockSeq100k,
+  jobclockGroups100k,
   jobclockHooks3,
   jobclockPolicy,
   jobclockPolicyRate,
@@ -103,6 +106,9 @@ const UNITS: Unit[] = [
   jobclockFresh,
   jobclockFreshAnalyzed,
   jobclockGroups,
+  jobclockSeq1000,
+  jobclockSeq100k,
+  jobclockGroups100k,
   jobclockPolicy,
   jobclockPolicyRate,
   jobclockLimited,
@@ -112,6 +118,7 @@ const UNITS: Unit[] = [
   goLoop,
   goWorker,
   postJobs,
+  postDebounced,
   pgBoss12Send,
   postBatch,
   pgBoss12Insert,

@@ -44,7 +44,13 @@ async function loops(ctx: BenchContext, clients: number, n: number, timebox: num
  * A producer against a fresh jobclock: `clients` loops sharing `n` operations over as many
  * keep-alive connections; `op` sends one request and returns the jobs it created.
  */
-async function jobclockProducer(ctx: BenchContext, clients: number, n: number, op: (c: HttpClient, i: number) => Promise<number>) {
+async function jobclockProducer(
+  ctx: BenchContext,
+  clients: number,
+  n: number,
+  op: (c: HttpClient, i: number) => Promise<number>,
+  after?: (db: { exec(text: string): Promise<{ rows: unknown[] }> }) => Promise<void>,
+) {
   const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
   let client: HttpClient | null = null;
   try {
@@ -52,7 +58,9 @@ async function jobclockProducer(ctx: BenchContext, clients: number, n: number, o
     await db.settle();
     const c = new HttpClient(base, tokenOf('producer'), clients);
     client = c;
-    return await loops(ctx, clients, n, timeboxMs(ctx), (i) => op(c, i));
+    const r = await loops(ctx, clients, n, timeboxMs(ctx), (i) => op(c, i));
+    await after?.(db);
+    return r;
   } finally {
     client?.close();
     await ctx.host.close().catch(() => undefined);
@@ -71,6 +79,40 @@ export const postJobs: Unit = {
       return 1;
     });
     return rate(done, ms, n, cpu);
+  },
+};
+
+const debounceSubmissions = (ctx: BenchContext) => scaled(ctx, 100_000, 2_000);
+const DEBOUNCE_KEYS = 1_000;
+
+/**
+ * POST /jobs with uniqueKey + debounce: submissions over 1,000 keys (submission i has key i mod
+ * 1,000), each one statement that makes the key's job or moves it. Against d.post (plain POST /jobs
+ * ×8). The jobs made are counted after the run: one per key. Time-boxed like d.post.
+ */
+export const postDebounced: Unit = {
+  key: 'd.debounce',
+  guardMs: (ctx) => timeboxMs(ctx) + 45_000,
+  async run(ctx) {
+    const n = debounceSubmissions(ctx);
+    let jobs = 0;
+    const { done, ms, cpu } = await jobclockProducer(
+      ctx,
+      CLIENTS,
+      n,
+      async (c, i) => {
+        const res = await c.post('/jobs', { type: 'bench', uniqueKey: `doc:${i % DEBOUNCE_KEYS}`, debounce: '1h', args: { n: i } });
+        if (res.status !== 201 && res.status !== 200) throw unexpected('POST /jobs', res);
+        return 1;
+      },
+      async (db) => {
+        jobs = ((await db.exec(`select count(*)::int as n from job`)).rows[0] as { n: number }).n;
+      },
+    );
+    if (jobs !== DEBOUNCE_KEYS) throw new Error(`${done} debounced submissions over ${DEBOUNCE_KEYS} keys made ${jobs} jobs`);
+    const r = rate(done, ms, n, cpu);
+    r.extra = { ...r.extra, jobsMade: jobs };
+    return r;
   },
 };
 

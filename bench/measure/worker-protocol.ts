@@ -131,6 +131,12 @@ interface QueueShape {
   /** Sample the running count every 10 ms through the timed phase: it must never pass the limit. */
   sampleRunning?: boolean;
   /**
+   * PATCH /groups-default with this concurrency before the loop; reports the share of time each
+   * group that ran more than one job had one running (median and mean over groups) and how many
+   * runs began before the run of their group before them ended (must be 0 at concurrency 1).
+   */
+  groupsDefault?: number;
+  /**
    * The case found from outside (issue 30): a fresh database whose job table was never analyzed
    * (autovacuum off on it, as where analyze is off or has not come yet), on which the instance
    * first processes FRESH_WARM jobs, and which then grows by FRESH_HISTORY final jobs and the
@@ -231,6 +237,39 @@ async function setNoopPolicy(base: string, policy: Record<string, unknown>): Pro
   } finally {
     admin.close();
   }
+}
+
+async function setGroupsDefault(base: string, concurrency: number): Promise<void> {
+  const admin = new HttpClient(base, tokenOf('admin'), 1);
+  try {
+    const res = await admin.request('PATCH', '/groups-default', { concurrency });
+    if (res.status !== 200) throw unexpected('PATCH /groups-default', res);
+  } finally {
+    admin.close();
+  }
+}
+
+/**
+ * Per group that ran more than one job: the share of the time from its first start to its last end
+ * in which one of its jobs was running (runs laid end to end), and the runs that began before the
+ * one before them ended. At concurrency 1 that count must be 0.
+ */
+async function groupBusyShares(db: { exec(text: string): Promise<{ rows: unknown[] }> }, concurrency: number) {
+  const { rows } = await db.exec(
+    `with runs as (
+       select group_, started_at, finished_at, lag(finished_at) over (partition by group_ order by started_at, id) as prev_end
+         from job where type = 'noop' and state = 'finished'),
+     g as (
+       select group_, count(*) filter (where started_at < prev_end) as n_overlap,
+              extract(epoch from sum(finished_at - started_at)) / nullif(extract(epoch from max(finished_at) - min(started_at)), 0) as busy
+         from runs group by group_ having count(*) > 1)
+     select coalesce(percentile_cont(0.5) within group (order by busy), 0)::float8 as "groupBusyMedian",
+            coalesce(avg(busy), 0)::float8 as "groupBusyMean", coalesce(sum(n_overlap), 0)::int as "groupOverlaps",
+            count(*)::int as "busyGroups" from g`,
+  );
+  const r = rows[0] as Record<string, number>;
+  if (concurrency === 1 && r.groupOverlaps! > 0) throw new Error(`${r.groupOverlaps} runs began before their group's previous run ended`);
+  return r;
 }
 
 /** Autovacuum's work on the job table so far: runs, and ms spent vacuuming and analyzing (0 before PostgreSQL 18). */
@@ -399,6 +438,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
         if (shape.fresh) await freshWarmThenGrow(ctx, db, base, queue, shape.fresh.analyze);
         else await db.settle();
         if (shape.policy) await setNoopPolicy(base, shape.policy);
+        if (shape.groupsDefault !== undefined) await setGroupsDefault(base, shape.groupsDefault);
         if (shape.webhooks) hooks = await startHooks(base, shape.webhooks);
         leaser = new HttpClient(base, tokenOf('worker'), leaseLoops);
         reporter = mode === 'per-job' ? new HttpClient(base, tokenOf('worker'), reportSockets) : leaser;
@@ -521,6 +561,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
           warmupJobs(ctx),
         );
         if (process.env.BENCH_STATEMENTS) ctx.log(`${key}: top statements\n${await db.topStatements()}`);
+        if (shape.groupsDefault !== undefined) sampled.value = { ...sampled.value, ...(await groupBusyShares(db, shape.groupsDefault)) };
         return await checkedRate(
           db,
           t,
@@ -619,6 +660,25 @@ export const jobclockFresh = jobclockProcessing('b.fresh', 'per-job', {}, { fres
 export const jobclockFreshAnalyzed = jobclockProcessing('b.freshanalyzed', 'per-job', {}, { fresh: { analyze: true } });
 /** The README loop with the jobs spread over 100 groups that take turns. */
 export const jobclockGroups = jobclockProcessing('b.groups100', 'reports', { types: ['noop'], wait: '30s' }, { groups: 100 });
+/**
+ * The README loop with the jobs spread over 1,000 groups that nobody declared, each running one job
+ * at a time (PATCH /groups-default {"concurrency": 1}): sequences. Against b.loop.
+ */
+export const jobclockSeq1000 = jobclockProcessing(
+  'b.seq1000',
+  'reports',
+  { types: ['noop'], wait: '30s' },
+  { groups: 1_000, groupsDefault: 1 },
+);
+/** The README loop over 100,000 groups without a default: the reference of b.seq100k for the spread alone. */
+export const jobclockGroups100k = jobclockProcessing('b.groups100k', 'reports', { types: ['noop'], wait: '30s' }, { groups: 100_000 });
+/** The same over 100,000 groups (each with few jobs): the cost of a permit per group. **Target ≥ 0.8× b.loop.** */
+export const jobclockSeq100k = jobclockProcessing(
+  'b.seq100k',
+  'reports',
+  { types: ['noop'], wait: '30s' },
+  { groups: 100_000, groupsDefault: 1 },
+);
 /** The README loop under a concurrency limit that does not bind (4 workers × 100 < 1000). */
 export const jobclockPolicy = jobclockProcessing(
   'b.policy',

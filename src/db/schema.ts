@@ -80,6 +80,10 @@ export interface JobTable {
   start_by: NullableTimestamp;
   /** Someone waits for the job's end: a trigger notifies when it ends. */
   watched: Generated<boolean>;
+  /** A debounced job's uniqueKey (migration 0024): held while it is queued and not yet leased. */
+  debounce_key: string | null;
+  /** First submission + debounceMax: the latest runAt a submission may move it to; cleared by the lease. */
+  debounce_until: NullableTimestamp;
 }
 
 /** The run ledger's records of slots that got no job, and of triggered jobs (migration 0021). */
@@ -152,6 +156,13 @@ export interface FlowTokenTable {
   used_at: NullableTimestamp;
 }
 
+/** GET|PATCH /groups-default (migration 0024): the policy of every group without one of its own. */
+export interface FlowDefaultTable {
+  kind: 'group';
+  concurrency: number | null;
+  updated_at: Timestamp;
+}
+
 /** A webhook subscription (migration 0022); `secret` as stored: plain or encrypted. */
 export interface WebhookTable {
   id: ColumnType<number | string, never, never>;
@@ -222,6 +233,7 @@ export interface Database {
   flow_policy: FlowPolicyTable;
   flow_slot: FlowSlotTable;
   flow_token: FlowTokenTable;
+  flow_default: FlowDefaultTable;
   job_type_defaults: JobTypeDefaultsTable;
   kysely_migration: KyselyMigrationTable;
   kysely_migration_lock: KyselyMigrationLockTable;

@@ -129,6 +129,10 @@ export interface NewJob {
   startBy?: Date | null | undefined;
   /** With uniqueKey: the key also matches final jobs created within this many ms. */
   uniqueFor?: number | undefined;
+  /** With uniqueKey: a queued job holding the key takes these args and runAt = now + this (ms). */
+  debounce?: number | undefined;
+  /** With debounce: runAt never moves past the first submission + this (ms; default 10 × debounce). */
+  debounceMax?: number | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 import { reapDecision } from '../domain/job.js';
 import { jobDropExpired, jobFindOverdue, jobReap, type ReapAction } from '../repositories/jobs.js';
+import { groupsDefaultReclaim } from '../repositories/flow-default.js';
 import type { ServiceContext } from '../services/context.js';
 import { intervalLoop, type Loop, LoopService } from './loop.js';
 
@@ -16,7 +17,12 @@ export interface TickResult {
   timedOut: number;
   /** Queued jobs past their startBy that nobody tried to lease: dropped (reason expired). */
   expired: number;
+  /** Permits of undeclared groups (groups-default) deleted: free for PERMIT_IDLE_MS. */
+  reclaimed: number;
 }
+
+/** How long a free permit of an undeclared group is kept: its released_at orders the group's next start. */
+export const PERMIT_IDLE_MS = 60_000;
 
 /**
  * Requeues or fails jobs whose lease expired, fails jobs past deadline + grace with a timebox
@@ -37,9 +43,11 @@ export class LeaseReaper extends LoopService {
 
   /** One pass at `now` over the running jobs that are overdue. */
   async tick(now: Date): Promise<TickResult> {
-    const result: TickResult = { requeued: 0, failed: 0, timedOut: 0, expired: 0 };
+    const result: TickResult = { requeued: 0, failed: 0, timedOut: 0, expired: 0, reclaimed: 0 };
     await this.reapOverdue(now, result);
     await this.dropExpired(now, result);
+    result.reclaimed = await groupsDefaultReclaim(this.ctx.db, new Date(now.getTime() - PERMIT_IDLE_MS), 10 * this.batchSize);
+    if (result.reclaimed > 0) this.ctx.logger.debug({ count: result.reclaimed }, 'idle permits of undeclared groups deleted');
     return result;
   }
 

@@ -1,6 +1,7 @@
 import { withTransaction } from '../db/executor.js';
 import { formatDuration } from '../domain/duration.js';
 import { type FlowKeyRow, type FlowKind, flowKeys, type FlowPatch, flowPolicyPatch } from '../repositories/flow.js';
+import { type GroupsDefault, groupsDefaultGet, groupsDefaultSet } from '../repositories/flow-default.js';
 import { type TypeDefaults, typeDefaultsOf, typeDefaultsSet } from '../repositories/type-defaults.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -41,7 +42,16 @@ export class FlowService {
     const rows = await flowKeys(this.ctx.db, kind, this.ctx.clock.now(), { after, limit: q.limit + 1 });
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
-    return { items: page.map(view), nextCursor: rows.length > q.limit && last ? encodeCursor(CURSOR_PREFIX[kind], last.name) : null };
+    const items = page.map(view);
+    if (kind === 'type') {
+      // each type with its defaults for new jobs (null: none), as GET /types/{type} shows them
+      const defaults = await typeDefaultsOf(
+        this.ctx.db,
+        items.map((v) => v.name),
+      );
+      for (const v of items) v.defaults = defaults.get(v.name) ?? null;
+    }
+    return { items, nextCursor: rows.length > q.limit && last ? encodeCursor(CURSOR_PREFIX[kind], last.name) : null };
   }
 
   /** One type or group; one with neither open jobs nor a policy is shown with zero counts and no policy. */
@@ -71,6 +81,18 @@ export class FlowService {
     });
     this.ctx.logger.info({ type: name, ...policy, defaults, actor }, 'type policy changed');
     return this.getType(name);
+  }
+
+  /** The policy of every group without one of its own, and how many permits it holds. */
+  groupsDefault(): Promise<GroupsDefault> {
+    return groupsDefaultGet(this.ctx.db);
+  }
+
+  /** Sets the default concurrency of undeclared groups; every lease that starts after this answered obeys it. */
+  async patchGroupsDefault(patch: { concurrency?: number | null | undefined }, actor: string | null): Promise<GroupsDefault> {
+    if (patch.concurrency !== undefined) await groupsDefaultSet(this.ctx.db, patch.concurrency, this.ctx.clock.now());
+    this.ctx.logger.info({ ...patch, actor }, 'groups default changed');
+    return this.groupsDefault();
   }
 
   /** Changes the policy; every lease that starts after this answered obeys it (the lease reads the table). */

@@ -21,6 +21,8 @@ import {
   jobWatch,
   type JobInsertRow,
   jobInsertMany,
+  jobDebounce,
+  type DebouncedRow,
   jobPatch,
   type JobPatch,
   type JobSearchFilter,
@@ -34,6 +36,8 @@ import { type TypeDefaults, typeDefaultsOf } from '../repositories/type-defaults
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { JobPipelines } from './job-pipelines.js';
+
+const isDebounced = (r: JobInsertRow): boolean => r.uniqueKey !== null && r.debounce !== null && r.debounce !== undefined;
 
 export interface JobListRequest extends Omit<JobSearchFilter, 'beforeId'> {
   cursor?: string | undefined;
@@ -75,7 +79,16 @@ export class JobService {
       traceparent: j.traceparent ?? null,
       startBy: j.startBy !== undefined ? j.startBy : d?.startWithin !== undefined ? new Date(now.getTime() + d.startWithin) : null,
       uniqueFor: j.uniqueKey ? (j.uniqueFor ?? null) : null,
+      debounce: j.uniqueKey ? (j.debounce ?? null) : null,
+      debounceMax: j.uniqueKey && j.debounce !== undefined ? (j.debounceMax ?? 10 * j.debounce) : null,
     };
+  }
+
+  /** A debounced submission (one statement: a new job, or the queued holder takes the args). */
+  private async debounce(db: Executor, row: JobInsertRow, now: Date): Promise<{ job: Job; created: boolean }> {
+    const r = await jobDebounce(db, row as DebouncedRow, now);
+    this.ctx.logger.debug({ jobId: r.job.id, type: r.job.type, uniqueKey: row.uniqueKey, created: r.created }, 'job debounced');
+    return r;
   }
 
   /**
@@ -86,6 +99,7 @@ export class JobService {
   async create(input: NewJob): Promise<{ job: Job; created: boolean }> {
     const defaults = await typeDefaultsOf(this.db, [input.type]);
     const row = this.insertRow(input, this.ctx.clock.now(), defaults.get(input.type));
+    if (isDebounced(row)) return this.debounce(this.db, row, this.ctx.clock.now());
     for (let i = 0; i < UNIQUE_RETRIES; i++) {
       const job = await this.inserter.submit(row);
       if (job) {
@@ -110,11 +124,27 @@ export class JobService {
       inputs.map((j) => j.type),
     );
     const rows = inputs.map((j) => this.insertRow(j, now, defaults.get(j.type)));
-    const out = rows.some((r) => r.uniqueKey)
-      ? await withTransaction(this.db, (tx) => this.insertSettlingKeys(tx, rows, now))
-      : await jobInsertMany(this.db, rows, now);
+    const out = rows.some(isDebounced)
+      ? await withTransaction(this.db, (tx) => this.insertDebouncing(tx, rows, now))
+      : rows.some((r) => r.uniqueKey)
+        ? await withTransaction(this.db, (tx) => this.insertSettlingKeys(tx, rows, now))
+        : await jobInsertMany(this.db, rows, now);
     this.ctx.logger.debug({ jobs: out.length }, 'job batch created');
     return out as Job[];
+  }
+
+  /** A batch with debounced bodies: the others inserted together, then the debounced ones in order. */
+  private async insertDebouncing(db: Executor, rows: JobInsertRow[], now: Date): Promise<Job[]> {
+    const plain = rows.flatMap((r, i) => (isDebounced(r) ? [] : [i]));
+    const out: Job[] = new Array<Job>(rows.length);
+    const inserted = await this.insertSettlingKeys(
+      db,
+      plain.map((i) => rows[i]!),
+      now,
+    );
+    plain.forEach((i, k) => (out[i] = inserted[k]!));
+    for (const [i, r] of rows.entries()) if (isDebounced(r)) out[i] = (await this.debounce(db, r, now)).job;
+    return out;
   }
 
   private async insertSettlingKeys(db: Executor, rows: JobInsertRow[], now: Date): Promise<Job[]> {

@@ -115,6 +115,21 @@ describe.skipIf(CHROMIUM_TOOL.skip)('the console', () => {
     expect(await page.locator('#history tbody tr td:nth-child(2)').allInnerTexts()).toContain('retried');
   });
 
+  it("a job's page shows its startBy and the checkpoint its last attempt saved", async () => {
+    const startBy = new Date(Date.now() + 3_600_000).toISOString();
+    const job = await call('POST', '/jobs', { type: 'ui.resumable', startBy });
+    const res = await call('POST', '/jobs/next', { worker: 'worker-ui', types: ['ui.resumable'] });
+    const leased = res.jobs.find((j: any) => j.id === job.id);
+    await call('POST', `/jobs/${job.id}/release`, { leaseToken: leased.leaseToken, retryIn: '1h', state: { frames: 1200 } });
+    await open(page, base, `#/jobs/${job.id}`);
+    const row = (name: string) => page.locator(`table.fields tr:has(th:text-is("${name}")) td`);
+    expect(await row('checkpoint').innerText()).toBe('{"frames":1200}');
+    const shown = await row('start by').innerText();
+    expect(shown).not.toBe('—');
+    expect(shown).toContain(startBy.slice(11, 16)); // the hour and minute, however the time is written
+    await screenshot(page, 'job-checkpoint');
+  });
+
   it('bulk-retries the failed jobs of a type', async () => {
     await failedJob('ui.bulk', 'one');
     await failedJob('ui.bulk', 'two');

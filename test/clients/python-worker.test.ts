@@ -433,6 +433,28 @@ describe.skipIf(pythonTool.skip)('the Python worker (the jobclock_worker package
     if (done.state === 'queued') expect(d.stderr()).toContain('jobclock does not take final on reports');
   });
 
+  it('gives a Snooze back to run after its retryIn, the attempt not counted, and hands the saved state as checkpoint', async () => {
+    const d = startDriver('retry');
+    const { body: created } = await call('POST', '/jobs', { type: 'py.sleepy', maxAttempts: 1 });
+    const snoozed = await until('the give-back', async () => {
+      const j = await job(created.id);
+      return j.state === 'queued' && j.checkpoint !== null && j;
+    });
+    expect(snoozed).toMatchObject({ attempts: 0, checkpoint: { page: 3 } });
+    const inMs = Date.parse(snoozed.runAt) - Date.parse(snoozed.updatedAt);
+    expect(inMs).toBeGreaterThanOrEqual(3_599_000);
+    expect(inMs).toBeLessThanOrEqual(3_600_000);
+    expect((await events(created.id)).map((e) => e.kind)).toEqual(['created', 'leased', 'given-back']);
+    // due now: the next attempt (its first counted one) resumes from the checkpoint
+    await call('PATCH', `/jobs/${created.id}`, { runAt: new Date().toISOString() });
+    const done = await until('the finish', async () => {
+      const j = await job(created.id);
+      return j.state === 'finished' && j;
+    });
+    await stopDriver(d);
+    expect(done).toMatchObject({ attempts: 1, result: { resumed: { page: 3 } } });
+  });
+
   it('reports a job failed when jobclock refuses its report, without losing the others of the batch', async () => {
     const created = await call('POST', '/jobs/batch', {
       jobs: [...Array.from({ length: 10 }, () => ({ type: 'py.count' })), { type: 'py.deep', maxAttempts: 1 }],

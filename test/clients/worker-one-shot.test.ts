@@ -1,4 +1,6 @@
 /** The TypeScript Worker's one-shot helpers (FinalFailure, Snooze, checkpoints) against the real server. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FinalFailure, Snooze, Worker } from '../../clients/typescript/src/index.js';
@@ -89,5 +91,59 @@ describe('Worker, one-shot jobs', () => {
     await until(async () => (await jobRow(id)).state === 'finished', 5_000);
     expect(seen).toEqual([null, { done: 50 }]);
     expect((await jobRow(id)).result).toEqual({ resumedFrom: { done: 50 } });
+  });
+
+  it('reports a FinalFailure as a plain failure to a server that refuses final, losing no report', async () => {
+    // an older server: its strict report body answers 400 naming reports/<i>/final; else the real one
+    const older = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const reports =
+          req.url === '/jobs/reports' ? ((JSON.parse(body.toString()) as { reports: { final?: boolean }[] }).reports ?? []) : [];
+        const refused = reports.flatMap((r, i) =>
+          r.final === undefined ? [] : [{ in: 'body', path: `/reports/${i}/final`, message: 'unknown field "final"' }],
+        );
+        if (refused.length > 0) {
+          res
+            .writeHead(400, { 'content-type': 'application/problem+json' })
+            .end(JSON.stringify({ status: 400, title: 'Bad Request', errors: refused }));
+          return;
+        }
+        const fwd = http.request(`${url}${req.url}`, { method: req.method, headers: req.headers }, (up) => {
+          res.writeHead(up.statusCode!, up.headers);
+          up.pipe(res);
+        });
+        fwd.end(body);
+      });
+    });
+    await new Promise<void>((r) => older.listen(0, '127.0.0.1', r));
+    try {
+      const doomed = await create({ type: 'doomed', maxAttempts: 2 });
+      const fine = await create({ type: 'fine' });
+      const errors: string[] = [];
+      const w = new Worker({
+        url: `http://127.0.0.1:${(older.address() as AddressInfo).port}`,
+        token: workerToken,
+        waitMs: 1_000,
+        handlers: {
+          doomed: () => {
+            throw new FinalFailure('no such address');
+          },
+          fine: () => ({ ok: true }),
+        },
+      });
+      w.on('error', (e) => errors.push(e.message));
+      workers.push(w);
+      await w.start();
+      // retried as a plain failure while attempts remain, then failed; the other job's report not lost
+      await until(async () => (await jobRow(doomed)).state === 'failed' && (await jobRow(fine)).state === 'finished', 10_000);
+      expect(await jobRow(doomed)).toMatchObject({ attempts: 2, error: { message: 'no such address' } });
+      expect(errors.filter((m) => m.includes('final'))).toHaveLength(1);
+    } finally {
+      older.closeAllConnections();
+      await new Promise((r) => older.close(r));
+    }
   });
 });

@@ -21,6 +21,7 @@ const declared: Record<keyof Database, true> = {
   flow_policy: true,
   flow_slot: true,
   flow_token: true,
+  flow_default: true,
   job_type_defaults: true,
   periodic_slot: true,
   webhook: true,

@@ -54,6 +54,8 @@ const MATRIX: [Method, string, Role[]][] = [
   ['get', '/groups', ALL],
   ['get', '/groups/t1', ALL],
   ['patch', '/groups/t1', ['admin']],
+  ['get', '/groups-default', ALL],
+  ['patch', '/groups-default', ['admin']],
   ['post', '/jobs/cancel', ['admin']],
   ['post', '/jobs/retry', ['admin']],
   ['get', '/metrics', ALL],

@@ -127,3 +127,12 @@ export async function holdingJobTable(db: Db, whileLocked: () => Promise<void>):
 }
 
 export { sleep, until } from '../support/wait.js';
+
+/** Three instances on one database, each with its own pool and listener (the first on tdb.db). */
+export async function threeInstances(tdb: { db: Db; connect(): Db }): Promise<JobsApi[]> {
+  return [
+    await jobsApi({ db: tdb.db, instanceId: 'a' }),
+    await jobsApi({ db: tdb.connect(), instanceId: 'b' }),
+    await jobsApi({ db: tdb.connect(), instanceId: 'c' }),
+  ];
+}

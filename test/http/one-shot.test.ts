@@ -294,4 +294,13 @@ describe('defaults per type', () => {
     expect((await api.patch('/types/mail.bulk2', { defaults: null })).body.defaults).toBeNull();
     expect((await api.create({ type: 'mail.bulk2' })).maxAttempts).toBe(3);
   });
+
+  it('are shown for each type by GET /types', async () => {
+    await api.patch('/types/mail.bulk3', { defaults: { maxAttempts: 4, startWithin: '5m' } });
+    await api.create({ type: 'mail.bulk3' });
+    await api.create({ type: 'plain.kind' });
+    const items = (await api.get('/types?limit=1000')).body.items as { type: string; defaults: unknown }[];
+    expect(items.find((t) => t.type === 'mail.bulk3')?.defaults).toEqual({ maxAttempts: 4, startWithin: '5m' });
+    expect(items.find((t) => t.type === 'plain.kind')?.defaults).toBeNull();
+  });
 });

@@ -216,6 +216,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private polling = 0;
   /** false once a server refused `next` on reports (older than this client): leases go by long-poll only. */
   private nextOnReports = true;
+  /** The server refused `final` (older than it): reports go without it. */
+  private finalRefused = false;
   private leaseLoop: Promise<void> | null = null;
   private leasing: AbortController | null = null;
   private stopping = false;
@@ -622,6 +624,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   /** Sends one batch of reports, the first try asking for up to `next` jobs with it. */
   private async send(batch: Report[], next: number): Promise<void> {
+    if (this.finalRefused) batch = batch.map(withoutFinal);
     let reserved = next;
     const unreserve = () => {
       this.reserved -= reserved;
@@ -654,6 +657,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
           }
           if (res.status === 400 && reserved > 0 && refusesNext(res.body)) {
             this.nextOnReports = false; // a server older than `next`: send the reports alone
+            unreserve();
+            continue;
+          }
+          if (res.status === 400 && batch.some((r) => r.final) && refusesFinal(res.body)) {
+            // a server older than `final`: the failures are reported as plain ones (retried
+            // while attempts remain) rather than the whole batch lost; said once
+            this.finalRefused = true;
+            this.report(new Error('the server does not take final: FinalFailure is reported as a failure, retried while attempts remain'));
+            batch = batch.map(withoutFinal);
             unreserve();
             continue;
           }
@@ -705,6 +717,18 @@ export class HttpError extends Error {
 function abort(r: Running, reason: JobStopped): void {
   (r.controller ??= new AbortController()).abort(reason);
 }
+
+/** A 400 that names a report's `final`: the server does not know it. */
+function refusesFinal(problem: unknown): boolean {
+  const errors = (problem as { errors?: { path?: unknown }[] } | null)?.errors;
+  return Array.isArray(errors) && errors.some((e) => typeof e.path === 'string' && /^\/reports\/\d+\/final$/.test(e.path));
+}
+
+const withoutFinal = (r: Report): Report => {
+  if (!r.final) return r;
+  const { final: _final, ...rest } = r;
+  return rest;
+};
 
 /** A 400 that names `next`: the server does not know it. */
 function refusesNext(problem: unknown): boolean {

@@ -5,6 +5,8 @@ import {
   FlowPatchBody,
   TypePatchBody,
   GroupListSchema,
+  GroupsDefaultPatchBody,
+  GroupsDefaultSchema,
   GroupParams,
   GroupSchema,
   groupDto,
@@ -88,6 +90,36 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         const page = await flow.list('group', request.query);
         return { items: page.items.map(groupDto), nextCursor: page.nextCursor };
       },
+    );
+    app.get(
+      '/groups-default',
+      {
+        config: { access: 'jobs:read' },
+        schema: {
+          tags,
+          operationId: 'getGroupsDefault',
+          summary: 'The policy of every group without one of its own',
+          response: { 200: GroupsDefaultSchema, ...standardErrors },
+        },
+      },
+      async () => flow.groupsDefault(),
+    );
+    app.patch(
+      '/groups-default',
+      {
+        config: { access: 'jobs:manage' },
+        schema: {
+          tags,
+          operationId: 'updateGroupsDefault',
+          summary: 'Change the policy of every group without one of its own',
+          description:
+            'concurrency: at most that many jobs of each group nobody declared (no PATCH /groups/{group}) running at once, in order ' +
+            '(priority, then runAt, then creation); groups side by side. Enforced inside the lease across every instance.',
+          body: GroupsDefaultPatchBody,
+          response: { 200: GroupsDefaultSchema, ...standardErrors },
+        },
+      },
+      async (request) => flow.patchGroupsDefault(request.body, request.role),
     );
     app.get(
       '/groups/:group',

@@ -41,17 +41,18 @@ const Rate = z
   })
   .meta({ description: 'At most n leases begin in any window of this length: "<n>/<duration>"', example: '100/1m' });
 
+const Concurrency = z
+  .number()
+  .int('concurrency must be a whole number')
+  .min(1, 'concurrency must be at least 1')
+  .max(1_000_000, 'concurrency must be at most 1000000')
+  .nullable()
+  .optional();
+
 export const FlowPatchBody = z
   .strictObject({
     paused: z.boolean().optional().meta({ description: 'true: no job of it is leased; running jobs go on' }),
-    concurrency: z
-      .number()
-      .int('concurrency must be a whole number')
-      .min(1, 'concurrency must be at least 1')
-      .max(1_000_000, 'concurrency must be at most 1000000')
-      .nullable()
-      .optional()
-      .meta({ description: 'At most this many of its jobs running at once; null: no limit', example: 5 }),
+    concurrency: Concurrency.meta({ description: 'At most this many of its jobs running at once; null: no limit', example: 5 }),
     rate: Rate.nullable().optional(),
   })
   .meta({ id: 'FlowPolicyPatch', example: { concurrency: 5, rate: '100/1m' } });
@@ -110,7 +111,7 @@ export const TypeSchema = z
     ...common,
     defaults: TypeDefaultsOut.nullable()
       .optional()
-      .meta({ description: 'On GET and PATCH /types/{type}: the defaults for new jobs, or null.' }),
+      .meta({ description: 'The defaults for new jobs of the type (PATCH /types/{type} defaults), or null.' }),
   })
   .meta({ id: 'JobType' });
 export const GroupSchema = z.object({ group: z.string(), ...common }).meta({ id: 'JobGroup' });
@@ -157,3 +158,23 @@ export const typeDto = (v: FlowKeyView) => {
   return dto;
 };
 export const groupDto = (v: FlowKeyView) => ({ group: v.name, ...body(v) });
+
+/** PATCH /groups-default: unknown fields (also `rate`, not enforced for undeclared groups yet) are a 400. */
+export const GroupsDefaultPatchBody = z
+  .strictObject({
+    concurrency: Concurrency.meta({
+      description: 'At most this many jobs of each group without a policy of its own running at once; null: no limit.',
+      example: 1,
+    }),
+  })
+  .meta({ id: 'GroupsDefaultPatch', example: { concurrency: 1 } });
+
+export const GroupsDefaultSchema = z
+  .object({
+    concurrency: z.number().int().nullable(),
+    groupsRunning: z.number().int().meta({ description: 'Undeclared groups with jobs running under the default now.' }),
+    permits: z.number().int().meta({
+      description: "Permit rows that exist now: made on a group's first lease, deleted a minute after the group went idle.",
+    }),
+  })
+  .meta({ id: 'GroupsDefault', example: { concurrency: 1, groupsRunning: 12, permits: 40 } });

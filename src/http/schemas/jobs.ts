@@ -5,35 +5,13 @@
  */
 import { z } from 'zod';
 import { body, INT32_MAX, MAX_NAME, name, Priority, Timestamp, TimestampOut } from './common.js';
-import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
-import { DomainError } from '../../domain/errors.js';
+import { formatDuration, MAX_DURATION_MS } from '../../domain/duration.js';
+import { durationString } from './duration.js';
+import { debounceFields, debounceIssues } from './job-debounce.js';
 import type { JobEvent } from '../../domain/job-history.js';
 import { JOB_STATES, type Job, MAX_BATCH, MAX_UNIQUE_FOR_MS } from '../../domain/job.js';
 
-/** A duration string (`30s`, `1h30m`, `PT30S`) read into milliseconds, within [minMs, maxMs]. */
-export function durationString(opts: { minMs: number; maxMs: number; description: string; example: string }) {
-  return z
-    .string()
-    .transform((text, ctx) => {
-      let value: number;
-      try {
-        value = parseDuration(text);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: err instanceof DomainError ? (err.errors[0]?.message ?? err.message) : 'not a duration' });
-        return z.NEVER;
-      }
-      if (value < opts.minMs) {
-        ctx.addIssue({ code: 'custom', message: `must be at least ${formatDuration(opts.minMs)}, got "${text}"` });
-        return z.NEVER;
-      }
-      if (value > opts.maxMs) {
-        ctx.addIssue({ code: 'custom', message: `must be at most ${formatDuration(opts.maxMs)}, got "${text}"` });
-        return z.NEVER;
-      }
-      return value;
-    })
-    .meta({ description: `${opts.description} A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.`, example: opts.example });
-}
+export { durationString } from './duration.js';
 
 export const LeaseToken = z
   .uuid({ error: 'expected the leaseToken (a UUID) that POST /jobs/next handed out' })
@@ -265,6 +243,7 @@ export const CreateJobBody = body(
         'so that a retried POST creates no duplicate. At most 30d.',
       example: '24h',
     }).optional(),
+    ...debounceFields,
   },
   JOB_READ_ONLY,
 )
@@ -272,6 +251,7 @@ export const CreateJobBody = body(
     if (b.uniqueFor !== undefined && (b.uniqueKey === undefined || b.uniqueKey === null)) {
       ctx.addIssue({ code: 'custom', path: ['uniqueFor'], message: 'uniqueFor needs a uniqueKey' });
     }
+    debounceIssues(b).forEach(([field, message]) => ctx.addIssue({ code: 'custom', path: [field], message }));
   })
   .meta({
     id: 'CreateJob',

@@ -7,6 +7,7 @@
 export * from './cancel-matching.js';
 export * from './cancel.js';
 export type { ChangeResult } from './change.js';
+export * from './debounce.js';
 export * from './delete-old.js';
 export * from './drop-expired.js';
 export * from './earliest-future-run-at.js';

@@ -22,6 +22,10 @@ export type JobInsertRow = Pick<
 > & {
   /** With uniqueKey: the key also matches jobs (final ones too) created within this many ms. */
   uniqueFor?: number | null | undefined;
+  /** With uniqueKey: debounce the submission (jobDebounce), in ms. */
+  debounce?: number | null | undefined;
+  /** With debounce: the latest runAt is the first submission + this many ms. */
+  debounceMax?: number | null | undefined;
 };
 
 /** The job a row becomes when inserted with `id` at `now` (every column is set by the INSERT). */
@@ -64,6 +68,20 @@ export const RECENT_HOLDER_ABSENT = (key: RawBuilder<unknown>, forMs: RawBuilder
 
 export const ON_UNIQUE_KEY_CONFLICT = sql`ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ${OPEN} DO NOTHING`;
 
+/** The values of a row's columns as statement parameters (args as JSON text). */
+export const rowValues = (j: JobInsertRow) => ({
+  type: j.type,
+  group: j.group,
+  args: j.args === undefined || j.args === null ? null : JSON.stringify(j.args),
+  subject: j.subject,
+  submitter: j.submitter,
+  priority: j.priority,
+  maxAttempts: j.maxAttempts,
+  timebox: j.timebox,
+  traceparent: j.traceparent,
+  startBy: j.startBy,
+});
+
 /**
  * Inserts one job. With a uniqueKey held by an open job — or with uniqueFor, by any job created
  * within it — inserts nothing and returns null: the caller then reads the holder with
@@ -74,18 +92,9 @@ export async function jobInsert(db: Executor, j: JobInsertRow, now: Date): Promi
   const unique = j.uniqueKey !== null;
   const uniqueFor = unique && j.uniqueFor !== null && j.uniqueFor !== undefined;
   const values = {
-    type: j.type,
-    group: j.group,
-    args: j.args === undefined || j.args === null ? null : JSON.stringify(j.args),
-    subject: j.subject,
-    submitter: j.submitter,
-    priority: j.priority,
+    ...rowValues(j),
     runAt: j.runAt,
-    maxAttempts: j.maxAttempts,
     uniqueKey: j.uniqueKey,
-    timebox: j.timebox,
-    traceparent: j.traceparent,
-    startBy: j.startBy,
     uniqueFor: uniqueFor ? j.uniqueFor! : null,
     now,
   };

@@ -3,6 +3,7 @@ import type { PreparedExecutor } from '../../db/executor.js';
 import { DEFAULT_LEASE_MS } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
+import { DEFAULT_GROUP_BLOCKED, defaultGroupGrants, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
 import { iso, ms } from './sql.js';
 
 /** One place in a claim: a job for this worker, leased for this long. */
@@ -134,10 +135,12 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
                SELECT 1 FROM flow_token t WHERE t.kind = p.kind AND t.name = p.name AND t.n <= p.rate_limit
                  AND (t.used_at IS NULL OR t.used_at <= ${windowStart('p')})))
     ),
+    ${DEFAULT_GROUP_BLOCKED},
     lanes AS MATERIALIZED (
       SELECT l.*, random() AS r
       FROM jobclock_fair_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,
-                               (floor(random() * 4294967296) - 2147483648)::int, (SELECT b.groups FROM blocked_keys b)) l
+                               (floor(random() * 4294967296) - 2147483648)::int,
+                               (SELECT b.groups FROM blocked_keys b) || (SELECT f.groups FROM default_full f)) l
     ),
     top_lanes AS MATERIALIZED (SELECT * FROM lanes WHERE priority = (SELECT max(priority) FROM lanes)),
     quota AS MATERIALIZED (SELECT ceil(${v.limit}::numeric / greatest(count(*), 1))::int AS q FROM top_lanes),
@@ -148,7 +151,7 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
       SELECT p.*, row_number() OVER (PARTITION BY p.lane_type, p.group_ ORDER BY p.run_at, p.id) AS turn FROM picked p
     ),
     candidates AS MATERIALIZED (
-      SELECT ${columns} FROM ranked_picks ORDER BY turn, r LIMIT ${v.limit}
+      SELECT ${columns} FROM ranked_picks p WHERE ${WITHIN_DEFAULT_GROUP_SHARE} ORDER BY turn, r LIMIT ${v.limit}
     ),
     -- slots left empty while a lane gave its whole share, more lanes may exist than were looked
     -- at, or a lower priority has queued jobs: the caller claims again for them
@@ -221,6 +224,7 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
       WHERE (n.slot AND NOT EXISTS (SELECT 1 FROM slot_grants g WHERE g.id = n.id AND g.kind = n.kind AND g.name = n.name))
          OR (n.token AND NOT EXISTS (SELECT 1 FROM token_grants g WHERE g.id = n.id AND g.kind = n.kind AND g.name = n.name))
     ),
+    ${defaultGroupGrants(now)},
     tasks AS MATERIALIZED (
       SELECT t.id, t.last_run, t.state
       FROM periodic_task t
@@ -233,7 +237,7 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
              c.priority, c.run_at, c.start_by, t.id IS NOT NULL AS has_task, t.last_run, t.state AS task_state,
              row_number() OVER (PARTITION BY c.periodic_task_id ORDER BY c.priority DESC, c.run_at, c.id) AS nth
       FROM candidates c LEFT JOIN tasks t ON t.id = c.periodic_task_id
-      WHERE c.id NOT IN (SELECT id FROM refused)
+      WHERE c.id NOT IN (SELECT id FROM all_refused)
     ),
     -- freshness: a job past its startBy is never handed out (dropped, reason expired), beside the
     -- periodic drop check
@@ -252,11 +256,12 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
     ),
     assigned AS MATERIALIZED (
       SELECT d.*, count(*) FILTER (WHERE NOT d.to_drop) OVER (ORDER BY d.priority DESC, d.run_at, d.id ROWS UNBOUNDED PRECEDING) AS slot,
-             h.k IS NOT NULL AS holds_slot,
+             h.k IS NOT NULL OR dh.k IS NOT NULL AS holds_slot,
              -- not before the job that held its slot stopped (see flow_slot.released_at)
-             greatest(${now}, (SELECT x.released[h.k] FROM slot_holders x)) AS start_at
+             greatest(${now}, (SELECT x.released[h.k] FROM slot_holders x), (SELECT x.released[dh.k] FROM default_holders x)) AS start_at
       FROM decided d
       LEFT JOIN LATERAL (SELECT array_position(x.ids, d.id) AS k FROM slot_holders x) h ON h.k IS NOT NULL
+      LEFT JOIN LATERAL (SELECT array_position(x.ids, d.id) AS k FROM default_holders x) dh ON dh.k IS NOT NULL
     ),
     leased AS (
       UPDATE job j SET
@@ -271,6 +276,8 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
         finished_at = NULL,
         progress = NULL,
         holds_slot = d.holds_slot,
+        -- a debounced job that began no longer holds its key (see migration 0024)
+        debounce_until = NULL,
         updated_at = ${now}
       FROM assigned d JOIN slots s ON s.n = d.slot
       -- a primary-key probe per job: the candidates come from lanes whose estimate is small (an
@@ -326,8 +333,8 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
     SELECT ${jobCols('x')}, x.task_state, x.slot, true, 0, false FROM dropped x
     UNION ALL
     -- how many candidates a limit refused, and whether lanes may hold more, so the caller may claim again for their slots
-    SELECT ${sql.join(JOB_COLUMNS.map(() => sql`NULL`))}, NULL, NULL, false, (SELECT count(*)::int FROM refused), (SELECT m.more FROM more m)
-    WHERE EXISTS (SELECT 1 FROM refused) OR (SELECT m.more FROM more m)`;
+    SELECT ${sql.join(JOB_COLUMNS.map(() => sql`NULL`))}, NULL, NULL, false, (SELECT count(*)::int FROM all_refused), (SELECT m.more FROM more m)
+    WHERE EXISTS (SELECT 1 FROM all_refused) OR (SELECT m.more FROM more m)`;
   });
 
   const leased: LeasedInSlot[] = [];

@@ -6,7 +6,7 @@ import type { Job, LeasedJob } from '../../domain/job.js';
  * A job row as node-postgres returns it: the table's select types (timestamptz as Date, jsonb
  * parsed), int8 ids as numbers (see database.ts), without the internal `holds_slot` and `watched`.
  */
-export type JobRow = Omit<Selectable<JobTable>, 'id' | 'holds_slot' | 'watched'> & { id: number | string };
+export type JobRow = Omit<Selectable<JobTable>, 'id' | 'holds_slot' | 'watched' | 'debounce_until'> & { id: number | string };
 
 /** Every column of `job`, in table order (for statements that pick each column from two sources). */
 export const JOB_COLUMNS = [
@@ -42,6 +42,7 @@ export const JOB_COLUMNS = [
   'traceparent',
   'checkpoint',
   'start_by',
+  'debounce_key',
 ] as const satisfies readonly (keyof JobRow)[];
 
 /**
@@ -65,7 +66,7 @@ export function jobFromRow(r: JobRow): Job {
     runAt: r.run_at,
     attempts: r.attempts,
     maxAttempts: r.max_attempts,
-    uniqueKey: r.unique_key,
+    uniqueKey: r.unique_key ?? r.debounce_key,
     periodicTaskId: r.periodic_task_id,
     scheduledAt: r.scheduled_at,
     timebox: r.timebox === null ? null : Number(r.timebox),

@@ -34,7 +34,7 @@ export const cancelEvents = (now: Date, actor: string | null, detail: RawBuilder
 export const retrySet = (now: Date) => sql`
   state = 'queued', run_at = ${now}, attempts = 0, worker = NULL, lease_token = NULL, lease_expires_at = NULL,
   lease_duration = NULL, started_at = NULL, deadline = NULL, finished_at = NULL, progress = NULL, result = NULL,
-  updated_at = ${now}`;
+  debounce_until = NULL, updated_at = ${now}`;
 
 /** The history entry of a retry, from the rows of `old` (id, state, error) that `upd` changed. */
 export const retryEvents = (now: Date, actor: string | null, bulk: boolean) => sql`

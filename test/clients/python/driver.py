@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from jobclock_worker import FinalFailure, Result, RetryLater, Worker
+from jobclock_worker import FinalFailure, Result, RetryLater, Snooze, Worker
 
 scenario, url, token, out_path = sys.argv[1:5]
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(threadName)s %(levelname)s %(message)s")
@@ -78,6 +78,14 @@ def final(job, ctx):
     raise FinalFailure("the arguments can never work")
 
 
+def sleepy(job, ctx):
+    emit("ran", id=job["id"], checkpoint=ctx.checkpoint)
+    if ctx.checkpoint is None:
+        ctx.save_state({"page": 3})
+        raise Snooze("1h", "the upstream asked for an hour")
+    return {"resumed": ctx.checkpoint}
+
+
 def deep(job, ctx):
     emit("ran", id=job["id"])
     result = {}
@@ -98,7 +106,7 @@ handlers = {
     "cancel": {"py.cancel": cancellable, "py.deadline": cancellable},
     "periodic": {"py.periodic": periodic},
     "stop": {"py.quick": quick, "py.stubborn": stubborn},
-    "retry": {"py.busy": busy, "py.deep": deep, "py.count": count, "py.final": final},
+    "retry": {"py.busy": busy, "py.deep": deep, "py.count": count, "py.final": final, "py.sleepy": sleepy},
 }[scenario]
 worker_id = f"py-{scenario}-{os.getpid()}"
 lease = {"long": "1s", "cancel": "3s"}.get(scenario, "30s")

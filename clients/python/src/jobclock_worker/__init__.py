@@ -11,7 +11,7 @@
 See the package's README (clients/python/README.md) for what it does and its options.
 """
 
-from ._worker import Duration, FinalFailure, Handler, Job, JobContext, Result, RetryLater, Worker, format_duration, parse_duration
+from ._worker import Duration, FinalFailure, Handler, Job, JobContext, Result, RetryLater, Snooze, Worker, format_duration, parse_duration
 
-__all__ = ["Worker", "JobContext", "Result", "RetryLater", "FinalFailure", "Job", "Handler", "Duration", "parse_duration", "format_duration"]
+__all__ = ["Worker", "JobContext", "Result", "RetryLater", "FinalFailure", "Snooze", "Job", "Handler", "Duration", "parse_duration", "format_duration"]
 __version__ = "0.2.0"

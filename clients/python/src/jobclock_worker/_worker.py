@@ -40,6 +40,9 @@ How it works:
   state by accident.
 - An exception reports ``failed`` with ``{"message", "type"}`` as the error; a ``RetryLater``
   carries ``retryIn`` (the job is queued again after that long if it has attempts left).
+- ``Snooze(retry_in)`` gives the lease back without counting the attempt: the job runs again after
+  ``retry_in`` (with what ``ctx.save_state`` saved as its checkpoint); ``FinalFailure`` fails it
+  for good. A one-shot job's next attempt reads the last saved state as ``ctx.checkpoint``.
 - ``stop(timeout)`` stops leasing (an outstanding long-poll is cut; jobclock gives back a lease
   whose worker disconnected before it received it), sets ``ctx.cancelled`` of every running job
   (``cancel_reason`` ``"stopping"``), waits up to ``timeout`` seconds for the handlers to return
@@ -71,7 +74,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-__all__ = ["Worker", "JobContext", "Result", "RetryLater", "FinalFailure", "Job", "Handler", "Duration", "parse_duration", "format_duration"]
+__all__ = ["Worker", "JobContext", "Result", "RetryLater", "FinalFailure", "Snooze", "Job", "Handler", "Duration", "parse_duration", "format_duration"]
 
 log = logging.getLogger("jobclock_worker")
 
@@ -134,6 +137,21 @@ class FinalFailure(Exception):
         self.message = message
 
 
+class Snooze(Exception):
+    """Raise it from a handler for "not now, try again in ``retry_in``, and don't count it": the
+    lease is given back (``POST /jobs/{id}/release`` with ``retryIn``), the attempt is not counted,
+    and state saved with ``ctx.save_state`` goes with it (the job's checkpoint).
+
+    ``retry_in`` is a duration (``"10m"`` or seconds).
+    """
+
+    def __init__(self, retry_in: Duration, message: str = "snoozed") -> None:
+        super().__init__(message)
+        self.retry_in = format_duration(parse_duration(retry_in)) if not isinstance(retry_in, str) else retry_in
+        parse_duration(self.retry_in)  # reject a bad duration here, not at the server
+        self.message = message
+
+
 class Result:
     """A handler's return value carrying both the job's result and the task state for its next run."""
 
@@ -173,11 +191,17 @@ class JobContext:
         self.abandoned = False  # given back by stop(): ignore the handler's outcome
         self.done = False  # handler returned; report queued
         self.beating = False  # a heartbeat of this job is on its way
+        self.release_fields: Dict[str, Any] = {}  # a Snooze's retryIn and state, sent with the give-back
 
     @property
     def task_state(self) -> Any:
         """The state the last run of this job's periodic task saved (``job["taskState"]``)."""
         return self.job.get("taskState")
+
+    @property
+    def checkpoint(self) -> Any:
+        """The state an earlier attempt of this one-shot job saved (``job["checkpoint"]``), or None."""
+        return self.job.get("checkpoint")
 
     def progress(self, obj: Any) -> None:
         """Record progress (any JSON); sent with the next heartbeat and shown on the job."""
@@ -186,7 +210,8 @@ class JobContext:
             self._progress = obj
 
     def save_state(self, obj: Any) -> None:
-        """Save state (any JSON) for the next run of this job's periodic task.
+        """Save state (any JSON) for the next run of this job's periodic task, or, for a one-shot
+        job, as its checkpoint for its next attempt (``ctx.checkpoint`` there).
 
         Sent with the next heartbeat (so it survives a crash after that) and with the report.
         """
@@ -563,6 +588,23 @@ class Worker:
             if state is not _SENTINEL:
                 report["state"] = state
             json.dumps(report)
+        except Snooze as e:
+            fields: Dict[str, Any] = {"retryIn": e.retry_in}
+            saved = ctx._saved_state()
+            if saved is not _SENTINEL:
+                fields["state"] = saved
+            self.log.info("job %s (%s) snoozes for %s: %s", ctx.id, job.get("type"), e.retry_in, e.message)
+            with self._cond:
+                if ctx.abandoned:
+                    return
+                self._running -= 1
+                if ctx.lost:
+                    self._active.pop(ctx.id, None)
+                    self._cond.notify_all()
+                    return
+                ctx.release_fields = fields
+                self._queue_release(ctx)
+            return
         except RetryLater as e:
             report = {"outcome": "failed", "error": {"message": e.message, "type": "RetryLater"}, "retryIn": e.retry_in}
             self.log.info("job %s (%s) asks to be retried in %s: %s", ctx.id, job.get("type"), e.retry_in, e.message)
@@ -677,7 +719,9 @@ class Worker:
         backoff = _Backoff(self.max_backoff)
         for attempt in range(5):
             try:
-                status, payload = self._request(f"/jobs/{urllib.parse.quote(ctx.id, safe='')}/release", {"leaseToken": ctx.lease_token})
+                status, payload = self._request(
+                    f"/jobs/{urllib.parse.quote(ctx.id, safe='')}/release", {"leaseToken": ctx.lease_token, **ctx.release_fields}
+                )
             except _Transient as e:
                 if attempt == 4 or self._stopped.wait(backoff.next()):
                     self.log.warning("job %s: could not give its lease back (%s); it runs again when the lease expires", ctx.id, e)

@@ -21,6 +21,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/groups-default": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The policy of every group without one of its own */
+        get: operations["getGroupsDefault"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the policy of every group without one of its own
+         * @description concurrency: at most that many jobs of each group nobody declared (no PATCH /groups/{group}) running at once, in order (priority, then runAt, then creation); groups side by side. Enforced inside the lease across every instance.
+         */
+        patch: operations["updateGroupsDefault"];
+        trace?: never;
+    };
     "/groups/{group}": {
         parameters: {
             query?: never;
@@ -775,6 +796,16 @@ export interface components {
              */
             args?: unknown;
             /**
+             * @description With uniqueKey: while a queued job (not yet leased) holds the key, this submission replaces its args and moves its runAt to now + debounce (200 with that job); else a new job with runAt = now + debounce. Not with runAt or uniqueFor. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 2s
+             */
+            debounce?: string;
+            /**
+             * @description With debounce: runAt never moves past the job's first submission + this. Default 10 × debounce. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 20s
+             */
+            debounceMax?: string;
+            /**
              * @description Default `default`; workers may lease by group.
              * @example default
              */
@@ -900,6 +931,32 @@ export interface components {
             /** @description true: no job of it is leased; running jobs go on */
             paused?: boolean;
             rate?: string | null;
+        };
+        /**
+         * @example {
+         *       "concurrency": 1,
+         *       "groupsRunning": 12,
+         *       "permits": 40
+         *     }
+         */
+        GroupsDefault: {
+            concurrency: number | null;
+            /** @description Undeclared groups with jobs running under the default now. */
+            groupsRunning: number;
+            /** @description Permit rows that exist now: made on a group's first lease, deleted a minute after the group went idle. */
+            permits: number;
+        };
+        /**
+         * @example {
+         *       "concurrency": 1
+         *     }
+         */
+        GroupsDefaultPatchInput: {
+            /**
+             * @description At most this many jobs of each group without a policy of its own running at once; null: no limit.
+             * @example 1
+             */
+            concurrency?: number | null;
         };
         /**
          * @example {
@@ -1126,7 +1183,7 @@ export interface components {
                 /** @description Queued with runAt in the future */
                 scheduled: number;
             };
-            /** @description On GET and PATCH /types/{type}: the defaults for new jobs, or null. */
+            /** @description The defaults for new jobs of the type (PATCH /types/{type} defaults), or null. */
             defaults?: components["schemas"]["JobTypeDefaultsView"] | null;
             /** @description runAt of the oldest runnable queued job, or null */
             oldestQueuedAt: string | null;
@@ -1993,6 +2050,158 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobGroupList"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getGroupsDefault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupsDefault"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateGroupsDefault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GroupsDefaultPatchInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupsDefault"];
                 };
             };
             /** @description Default Response */
