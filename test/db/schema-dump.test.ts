@@ -22,6 +22,7 @@ const declared: Record<keyof Database, true> = {
   flow_slot: true,
   flow_token: true,
   job_type_defaults: true,
+  push_type: true,
   periodic_slot: true,
   webhook: true,
   webhook_delivery: true,
