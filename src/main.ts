@@ -53,7 +53,11 @@ async function main(): Promise<void> {
   const scheduler = config.scheduler ? new PeriodicScheduler(ctx) : null;
   const reaper = new LeaseReaper(ctx);
   const cleaner = new RetentionCleaner(ctx);
-  const deliveries = new DeliveryEngine(ctx, { renderJob: jobDto, push: { workers: services.workers, renderLeased: leasedJobDto } });
+  const deliveries = new DeliveryEngine(ctx, {
+    renderJob: jobDto,
+    busy: () => services.workers.busy(),
+    push: { workers: services.workers, renderLeased: leasedJobDto },
+  });
   const plans = new PlanRefresher(ctx);
   const flusher = config.searchFlushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: config.searchFlushMs });
 

@@ -471,9 +471,11 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
               }),
             );
             if (stopSampling) sampled.value = await stopSampling();
+            // the loop's own time: what follows (the deliveries sent on after it) is not in its rate
+            const loopEndedAt = performance.now();
             if (deliveredAtStart !== null) {
               // the loop is done: the deliveries it caused are sent on, then counted
-              const loopMs = performance.now() - phaseStart;
+              const loopMs = loopEndedAt - phaseStart;
               let c = await deliveryCounts(db);
               const pendingAtLoopEnd = c.pending;
               const draining = process.env.BENCH_DELIVERIES !== 'off'; // off: no engine runs (bench/jobclock-host.ts)
@@ -516,7 +518,9 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
                 expiredLeft: left,
               };
             }
-            return done;
+            // with webhooks, the phase waited for their deliveries after the loop ended (above): the rate
+            // is the loop's, not the loop's and the drain's (it was, before 2026-11-26: 0.08–0.12×)
+            return deliveredAtStart === null ? done : { done, endedAt: loopEndedAt };
           },
           warmupJobs(ctx),
         );

@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import { Agent, type Dispatcher } from 'undici';
 import { type Executor, withTransaction } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
-import { deliveryJitter, deliveryRetryAt, WEBHOOK_TIMEOUT_MS } from '../domain/delivery.js';
+import { DELIVERY_BUSY_RATE_PER_SEC, deliveryJitter, deliveryRetryAt, WEBHOOK_TIMEOUT_MS } from '../domain/delivery.js';
+import { TokenBucket } from '../domain/token-bucket.js';
 import type { Job } from '../domain/job.js';
 import { jobFromRow, type JobRow } from '../repositories/job/row.js';
 import {
@@ -36,6 +37,14 @@ export interface DeliveryEngineOptions {
   random?: () => number;
   /** undici dispatcher (default: a keep-alive Agent of the engine's own). */
   dispatcher?: Dispatcher;
+  /**
+   * Whether workers are leasing and reporting on this instance now (WorkerProtocolService.busy):
+   * meanwhile webhook attempts begin at most `busyRatePerSec` a second, so that deliveries do not
+   * take the CPU the workers' requests need (each costs more than a job does; bench/README.md).
+   */
+  busy?: () => boolean;
+  /** Webhook attempts a second while `busy` (default 500); the rest wait, then go at full speed. */
+  busyRatePerSec?: number;
   /** Push types: jobs leased through this worker protocol and POSTed (none without). */
   push?: PushSenderOptions;
 }
@@ -91,6 +100,7 @@ export class DeliveryEngine extends LoopService {
   private ended: DeliveryAttempt[] = [];
   private readonly stopping = new AbortController();
   private nextOverdueLook = 0;
+  private readonly budget: TokenBucket;
   private unsubscribe: (() => void) | null = null;
   /** The push types' half of the engine (push-sender.ts), sharing its connections and its stop. */
   readonly push: PushSender | null;
@@ -107,6 +117,8 @@ export class DeliveryEngine extends LoopService {
     this.overdueEveryMs = options.overdueEveryMs ?? 5_000;
     this.maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024;
     this.random = options.random ?? Math.random;
+    const rate = options.busyRatePerSec ?? DELIVERY_BUSY_RATE_PER_SEC;
+    this.budget = new TokenBucket(rate, Math.max(1, Math.round(rate / 10)));
     this.ownDispatcher = options.dispatcher ? null : new Agent({ keepAliveTimeout: 30_000, connections: 32 });
     this.dispatcher = options.dispatcher ?? this.ownDispatcher!;
     this.push = options.push ? new PushSender(ctx, this.box, (ms) => this.http(ms, true), options.push) : null;
@@ -178,7 +190,11 @@ export class DeliveryEngine extends LoopService {
       if (announced.length > 0) this.ctx.logger.info({ tasks: announced }, 'periodic tasks turned overdue');
       this.nextOverdueLook = now.getTime() + this.overdueEveryMs;
     }
-    const room = this.maxInFlight - this.inFlight.size;
+    const free = this.maxInFlight - this.inFlight.size;
+    // while workers are busy, attempts begin within the budget; otherwise as fast as room allows
+    const budgeted = this.options.busy?.() === true;
+    const nowMs = now.getTime();
+    const room = budgeted ? Math.max(0, Math.min(free, this.budget.available(nowMs))) : free;
     let claimed = 0;
     if (room > 0 || this.ended.length > 0) {
       // what ended is recorded and the next batch claimed in one transaction that does not wait
@@ -190,6 +206,7 @@ export class DeliveryEngine extends LoopService {
         return room > 0 ? deliveryClaim(tx, now, room, this.timeoutMs + HOLD_MARGIN_MS) : [];
       });
       claimed = due.length;
+      if (budgeted) this.budget.take(claimed, nowMs);
       for (const d of due) {
         const p = this.send(d).then((a) => {
           if (!this.stopping.signal.aborted) this.ended.push(a);
@@ -201,13 +218,16 @@ export class DeliveryEngine extends LoopService {
         this.inFlight.add(p);
       }
     }
-    const untilOverdueLook = Math.max(1, this.nextOverdueLook - now.getTime());
+    const budgetWait = budgeted ? this.budget.msUntil(1, nowMs) : 0;
+    const untilOverdueLook = Math.max(1, this.nextOverdueLook - nowMs);
     // more than half full: the attempts that end wake the loop
     if (this.inFlight.size > this.maxInFlight / 2) return untilOverdueLook;
-    if (claimed > 0 && claimed === room) return 0; // more may be due
+    // more may be due: at once, or when the budget has room again
+    if (claimed > 0 && claimed === room) return Math.min(budgetWait, untilOverdueLook);
+    if (room === 0 && budgetWait > 0) return Math.min(budgetWait, untilOverdueLook);
     const next = await deliveryNextDue(this.ctx.db);
-    const untilDue = next === null ? this.idleMs : Math.max(0, next.getTime() - now.getTime());
-    return Math.min(untilDue, untilOverdueLook, this.idleMs);
+    const untilDue = next === null ? this.idleMs : Math.max(0, next.getTime() - nowMs);
+    return Math.min(Math.max(untilDue, budgetWait), untilOverdueLook, this.idleMs);
   }
 
   /**

@@ -23,7 +23,10 @@ const extraStacks: TestStack[] = [];
 type Pushed = PushSenderEvents['pushed'][0];
 const pushed: Pushed[] = [];
 
-useJobsApi({ clean: ['push_type', 'job', 'flow_slot', 'flow_token', 'flow_policy'] }, (f) => ({ tdb, api } = f));
+useJobsApi(
+  { clean: ['push_type', 'webhook_delivery', 'webhook', 'job', 'flow_slot', 'flow_token', 'flow_policy'] },
+  (f) => ({ tdb, api } = f),
+);
 
 function startEngine(stack: TestStack): DeliveryEngine {
   const engine = new DeliveryEngine(stack.ctx, {
@@ -202,6 +205,32 @@ describe('pushing jobs', () => {
     expect((await job(second.id)).state).toBe('queued');
     const [leased] = await api.lease({ worker: 'puller', types: ['off'] });
     expect(leased?.id).toBe(second.id);
+  });
+});
+
+describe('webhook deliveries beside busy workers', () => {
+  it('go out within the budget while workers lease and report, and at full speed once they stop', async () => {
+    const hook = await api.post('/webhooks', { url: receiver.url, events: ['job.finished'] });
+    expect(hook.status).toBe(201);
+    receiver.answer = () => ({ status: 204 });
+    const jobs = Array.from({ length: 30 }, () => ({ type: 'busy' }));
+    expect((await api.post('/jobs/batch', { jobs })).status).toBe(201);
+    const leased = await api.lease({ worker: 'w', types: ['busy'], limit: 30 });
+    const reports = leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' }));
+    expect((await api.post('/jobs/reports', { reports })).status).toBe(200);
+    let busy = true;
+    const engine = new DeliveryEngine(api.stack.ctx, { renderJob: jobDto, busy: () => busy, busyRatePerSec: 10 });
+    engines.push(engine);
+    engine.start();
+    await sleep(500);
+    // a burst of 1, then 10 a second
+    expect(receiver.requests.length).toBeGreaterThan(0);
+    expect(receiver.requests.length).toBeLessThanOrEqual(8);
+    busy = false;
+    await receiver.received(30);
+    // the workers' own signal: a lease or a report within the last second
+    expect(api.stack.services.workers.busy(60_000)).toBe(true);
+    expect(api.stack.services.workers.busy(0)).toBe(false);
   });
 });
 
