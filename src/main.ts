@@ -55,7 +55,8 @@ async function main(): Promise<void> {
   const cleaner = new RetentionCleaner(ctx);
   const deliveries = new DeliveryEngine(ctx, {
     renderJob: jobDto,
-    busy: () => services.workers.busy(),
+    busy: config.deliveryBudget === null ? undefined : () => services.workers.busy(),
+    busyRatePerSec: config.deliveryBudget ?? undefined,
     push: { workers: services.workers, renderLeased: leasedJobDto },
   });
   const plans = new PlanRefresher(ctx);

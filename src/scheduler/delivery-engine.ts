@@ -43,7 +43,7 @@ export interface DeliveryEngineOptions {
    * take the CPU the workers' requests need (each costs more than a job does; bench/README.md).
    */
   busy?: () => boolean;
-  /** Webhook attempts a second while `busy` (default 500); the rest wait, then go at full speed. */
+  /** Webhook attempts a second while `busy` (default 300); the rest wait, then go at full speed. */
   busyRatePerSec?: number;
   /** Push types: jobs leased through this worker protocol and POSTed (none without). */
   push?: PushSenderOptions;
