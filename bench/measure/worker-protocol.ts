@@ -478,6 +478,8 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
               const loopMs = loopEndedAt - phaseStart;
               let c = await deliveryCounts(db);
               const pendingAtLoopEnd = c.pending;
+              const deliveredAtLoopEnd = c.delivered;
+              const drainStart = performance.now();
               const draining = process.env.BENCH_DELIVERIES !== 'off'; // off: no engine runs (bench/jobclock-host.ts)
               while (draining && c.pending > 0 && performance.now() - phaseStart < loopMs + 120_000) {
                 await sleep(50);
@@ -487,6 +489,8 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
                 ...sampled.value,
                 deliveriesPerSec: ((c.delivered - deliveredAtStart) * 1000) / (performance.now() - phaseStart),
                 deliveriesPendingAtLoopEnd: pendingAtLoopEnd,
+                // the engine at full speed once the workers stopped (no budget then)
+                deliveriesDrainPerSec: ((c.delivered - deliveredAtLoopEnd) * 1000) / (performance.now() - drainStart),
                 deliveriesPendingAfter: c.pending,
               };
             }
