@@ -20,6 +20,7 @@ import { createDb, type Db } from '../src/db/database.js';
 import { knownMigrations } from '../src/db/migrate.js';
 import { Notifications } from '../src/db/notifications.js';
 import { jobDto } from '../src/http/schemas/jobs.js';
+import { leasedJobDto } from '../src/http/schemas/workers.js';
 import { DeliveryEngine } from '../src/scheduler/delivery-engine.js';
 import { LeaseReaper } from '../src/scheduler/lease-reaper.js';
 import { PeriodicScheduler } from '../src/scheduler/periodic-scheduler.js';
@@ -139,7 +140,15 @@ async function open(args: OpenArgs): Promise<{ port: number; tid: number | null 
   const cleaner = args.retention ? new RetentionCleaner(ctx) : null;
   cleaner?.start();
   // as in main.ts: idle unless a webhook is subscribed
-  const deliveries = new DeliveryEngine(ctx, { renderJob: jobDto });
+  // as in main.ts. Diagnosis only: BENCH_DELIVERY_BUDGET=off sends at full speed beside busy
+  // workers, BENCH_DELIVERY_BUDGET=<n> at n a second
+  const budget = process.env.BENCH_DELIVERY_BUDGET;
+  const deliveries = new DeliveryEngine(ctx, {
+    renderJob: jobDto,
+    busy: budget === 'off' ? undefined : () => services.workers.busy(),
+    busyRatePerSec: budget === undefined || budget === 'off' ? undefined : Number(budget),
+    push: { workers: services.workers, renderLeased: leasedJobDto },
+  });
   if (process.env.BENCH_DELIVERIES !== 'off') deliveries.start(); // off: diagnosis only (the triggers' cost alone)
   // as in main.ts; BENCH_PLAN_REFRESH=off leaves it out (diagnosis: the fresh rows without it)
   const plans = /^(off|0|false|no)$/i.test(process.env.BENCH_PLAN_REFRESH ?? 'on') ? null : new PlanRefresher(ctx);

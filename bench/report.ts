@@ -114,6 +114,9 @@ export function summarize(
     { key: 'c.graphile018', label: 'graphile 0.18' },
     { key: 'a.raw100', label: 'raw 100' },
   ]);
+  rate('b.push', '(b) jobclock: a push type, POSTed to a local receiver that answers 200 at once (no worker)', 'jobs/s', [
+    { key: 'b.loop', label: 'README loop' },
+  ]);
   rate('b.runner', '(b) @jobclock/client Worker, no-op handlers, 4 runners × 100 slots', 'jobs/s', [
     { key: 'b.loop', label: 'README loop', min: 0.9 },
   ]);
@@ -124,10 +127,13 @@ export function summarize(
     // the deliveries the loop caused, sent to a local receiver that answers 204 at once
     const perSec = spread(values(rounds, 'b.hooks3', (r) => r.extra?.deliveriesPerSec ?? Number.NaN));
     const behind = spread(values(rounds, 'b.hooks3', (r) => r.extra?.deliveriesPendingAtLoopEnd ?? Number.NaN));
+    const drain = spread(values(rounds, 'b.hooks3', (r) => r.extra?.deliveriesDrainPerSec ?? Number.NaN));
     if (perSec && behind) {
       rows.push({
         measurement: '(b) … its webhook deliveries, until every one is delivered',
-        result: `${fmt(perSec.median)} deliveries/s; ${fmt(behind.median)} still pending when the loop ended`,
+        result: `${fmt(perSec.median)} deliveries/s; ${fmt(behind.median)} still pending when the loop ended${
+          drain ? `; ${fmtSpread(drain, 'deliveries/s')} once it had` : ''
+        }`,
         ratio: '',
         target: '',
         pass: '',

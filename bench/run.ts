@@ -62,6 +62,7 @@ import {
   jobclockLimitedRunner,
   jobclockRunner,
 } from './measure/worker-protocol.js';
+import { jobclockPush } from './measure/push.js';
 import { renderTable, type RoundResults, summarize, summarizeCpu, summarizePgCpu } from './report.js';
 
 function envNumber(name: string, fallback: number, min: number): number {
@@ -96,6 +97,7 @@ const UNITS: Unit[] = [
   slimLease100,
   jobclockLoop,
   jobclockHooks3,
+  jobclockPush,
   jobclockRunner,
   pgBoss12Fetch,
   jobclockTypes,

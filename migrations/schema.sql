@@ -1046,6 +1046,15 @@ CREATE TABLE periodic_task (
   overdue_announced_at timestamp with time zone
 );
 
+CREATE TABLE push_type (
+  type text NOT NULL,
+  url text NOT NULL,
+  secret text NOT NULL,
+  timeout_ms bigint NOT NULL,
+  created_at timestamp with time zone NOT NULL,
+  updated_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE webhook (
   id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
   url text NOT NULL,
@@ -1142,6 +1151,9 @@ ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_owner_check CHECK ((
 ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_task_check CHECK (((length(task) >= 1) AND (length(task) <= 200)));
 ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_timebox_check CHECK ((timebox > 0));
 ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_tolerance_check CHECK ((tolerance >= 0));
+ALTER TABLE ONLY push_type ADD CONSTRAINT push_type_pkey PRIMARY KEY (type);
+ALTER TABLE ONLY push_type ADD CONSTRAINT push_type_timeout_ms_check CHECK (((timeout_ms >= 1) AND (timeout_ms <= 900000)));
+ALTER TABLE ONLY push_type ADD CONSTRAINT push_type_url_check CHECK ((url ~* '^https?://'::text));
 ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_events_check CHECK (((cardinality(events) > 0) AND (events <@ ARRAY['job.finished'::text, 'job.failed'::text, 'job.dropped'::text, 'job.cancelled'::text, 'task.failing'::text, 'task.overdue'::text, 'task.recovered'::text])));
 ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_url_check CHECK ((url ~* '^https?://'::text));

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { DELIVERY_BUSY_RATE_PER_SEC } from './domain/delivery.js';
 import { parseDuration } from './domain/duration.js';
 
 export const ROLES = ['admin', 'worker', 'producer', 'reader'] as const;
@@ -28,6 +29,8 @@ export interface Config {
   readonly searchFlushMs: number | null;
   /** Encrypts stored webhook secrets when set (services/webhook-secrets.ts). */
   readonly secretKey: string | undefined;
+  /** Webhook attempts a second while workers lease and report on the instance; null: no budget. */
+  readonly deliveryBudget: number | null;
 }
 
 /** Raised when the environment is wrong; the message names each variable and what it expects. */
@@ -101,6 +104,17 @@ const durationOrOff = (minMs: number) =>
         : durationIn(text, minMs, ctx, `expected "off" or a duration of at least ${minMs} ms like 1s or 500ms`),
     );
 
+/** A whole number, or "off" (null). */
+const integerOrOff = (min: number, max: number) =>
+  z.string().transform((text, ctx): number | null => {
+    const t = text.trim().toLowerCase();
+    if (t === 'off') return null;
+    const n = /^\d+$/.test(t) ? Number(t) : Number.NaN;
+    if (n >= min && n <= max) return n;
+    ctx.addIssue({ code: 'custom', message: `expected "off" or a whole number between ${min} and ${max}` });
+    return z.NEVER;
+  });
+
 const envSchema = z.object({
   PORT: integer(0, 65535).default(3000),
   HOST: z.string().trim().min(1, 'expected a host name or IP address').default('127.0.0.1'),
@@ -124,6 +138,7 @@ const envSchema = z.object({
   JOBCLOCK_SHUTDOWN_TIMEOUT: duration(1000).default(9000),
   JOBCLOCK_SEARCH_FLUSH: durationOrOff(100).default(null),
   JOBCLOCK_SECRET_KEY: z.string().trim().min(32, 'expected at least 32 characters (e.g. openssl rand -base64 32)').optional(),
+  JOBCLOCK_DELIVERY_BUDGET: integerOrOff(1, 1_000_000).default(DELIVERY_BUSY_RATE_PER_SEC),
 });
 
 export const CONFIG_VARIABLES = Object.keys(envSchema.shape);
@@ -179,5 +194,6 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     shutdownTimeoutMs: e.JOBCLOCK_SHUTDOWN_TIMEOUT,
     searchFlushMs: e.JOBCLOCK_SEARCH_FLUSH,
     secretKey: e.JOBCLOCK_SECRET_KEY,
+    deliveryBudget: e.JOBCLOCK_DELIVERY_BUDGET,
   });
 }

@@ -7,6 +7,7 @@ import { EmbeddedStartError } from './db/embedded.js';
 import { knownMigrations, MigrationChangedError } from './db/migrate.js';
 import { Notifications } from './db/notifications.js';
 import { jobDto } from './http/schemas/jobs.js';
+import { leasedJobDto } from './http/schemas/workers.js';
 import { createLogger } from './logger.js';
 import { migrateWithRetry, openRuntime } from './runtime.js';
 import { DeliveryEngine } from './scheduler/delivery-engine.js';
@@ -52,7 +53,12 @@ async function main(): Promise<void> {
   const scheduler = config.scheduler ? new PeriodicScheduler(ctx) : null;
   const reaper = new LeaseReaper(ctx);
   const cleaner = new RetentionCleaner(ctx);
-  const deliveries = new DeliveryEngine(ctx, { renderJob: jobDto });
+  const deliveries = new DeliveryEngine(ctx, {
+    renderJob: jobDto,
+    busy: config.deliveryBudget === null ? undefined : () => services.workers.busy(),
+    busyRatePerSec: config.deliveryBudget ?? undefined,
+    push: { workers: services.workers, renderLeased: leasedJobDto },
+  });
   const plans = new PlanRefresher(ctx);
   const flusher = config.searchFlushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: config.searchFlushMs });
 

@@ -52,6 +52,9 @@ describe('loadConfig', () => {
     expect(c.retentionMs).toBe(2 * 24 * 3600 * 1000);
     expect(c.searchFlushMs).toBe(1000);
     expect(loadConfig({ JOBCLOCK_SEARCH_FLUSH: 'OFF' }).searchFlushMs).toBeNull();
+    expect(loadConfig({}).deliveryBudget).toBe(300);
+    expect(loadConfig({ JOBCLOCK_DELIVERY_BUDGET: '2000' }).deliveryBudget).toBe(2000);
+    expect(loadConfig({ JOBCLOCK_DELIVERY_BUDGET: 'Off' }).deliveryBudget).toBeNull();
   });
 
   it('treats empty values as unset', () => {
@@ -69,6 +72,8 @@ describe('loadConfig', () => {
     [{ JOBCLOCK_RETENTION: 'forever' }, /^JOBCLOCK_RETENTION: expected a duration/],
     [{ JOBCLOCK_SEARCH_FLUSH: 'sometimes' }, /^JOBCLOCK_SEARCH_FLUSH: expected "off" or a duration of at least 100 ms/],
     [{ JOBCLOCK_SEARCH_FLUSH: '10ms' }, /^JOBCLOCK_SEARCH_FLUSH: expected "off" or a duration of at least 100 ms/],
+    [{ JOBCLOCK_DELIVERY_BUDGET: 'fast' }, /^JOBCLOCK_DELIVERY_BUDGET: expected "off" or a whole number between 1 and 1000000/],
+    [{ JOBCLOCK_DELIVERY_BUDGET: '0' }, /^JOBCLOCK_DELIVERY_BUDGET: expected "off" or a whole number between 1 and 1000000/],
   ])('names the bad variable and what it expects: %j', (env, message) => {
     expect(problems(env)[0]).toMatch(message);
   });

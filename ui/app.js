@@ -1,7 +1,8 @@
-// jobclock operator console: hash routes (#/, #/jobs?…, #/jobs/<id>, #/tasks, #/tasks/<id>)
+// jobclock operator console: hash routes (#/, #/jobs?…, #/jobs/<id>, #/tasks, #/tasks/<id>, #/webhooks)
 // rendered from the public JSON API. No framework: template strings and one delegated listener.
 import { ApiError, get, patch, post, qs, token } from './api.js';
 import { healthBadge, legend, strip } from './runs.js';
+import { webhooksView } from './webhooks.js';
 
 const main = document.getElementById('main');
 const notice = document.getElementById('notice');
@@ -380,6 +381,7 @@ function route() {
   if (parts[0] === 'jobs') return { name: 'jobs', view: views.jobs, params, nav: 'jobs' };
   if (parts[0] === 'tasks' && parts[1]) return { name: 'task', view: views.task, params, arg: parts[1], nav: 'tasks' };
   if (parts[0] === 'tasks') return { name: 'tasks', view: views.tasks, params, nav: 'tasks' };
+  if (parts[0] === 'webhooks') return { name: 'webhooks', view: () => webhooksView(main), params, nav: 'webhooks' };
   return { name: 'missing', view: async () => (main.innerHTML = '<p>No such page. <a href="#/">Overview</a></p>'), params, nav: '' };
 }
 

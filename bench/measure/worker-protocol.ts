@@ -511,11 +511,15 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
               }),
             );
             if (stopSampling) sampled.value = await stopSampling();
+            // the loop's own time: what follows (the deliveries sent on after it) is not in its rate
+            const loopEndedAt = performance.now();
             if (deliveredAtStart !== null) {
               // the loop is done: the deliveries it caused are sent on, then counted
-              const loopMs = performance.now() - phaseStart;
+              const loopMs = loopEndedAt - phaseStart;
               let c = await deliveryCounts(db);
               const pendingAtLoopEnd = c.pending;
+              const deliveredAtLoopEnd = c.delivered;
+              const drainStart = performance.now();
               const draining = process.env.BENCH_DELIVERIES !== 'off'; // off: no engine runs (bench/jobclock-host.ts)
               while (draining && c.pending > 0 && performance.now() - phaseStart < loopMs + 120_000) {
                 await sleep(50);
@@ -525,6 +529,8 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
                 ...sampled.value,
                 deliveriesPerSec: ((c.delivered - deliveredAtStart) * 1000) / (performance.now() - phaseStart),
                 deliveriesPendingAtLoopEnd: pendingAtLoopEnd,
+                // the engine at full speed once the workers stopped (no budget then)
+                deliveriesDrainPerSec: ((c.delivered - deliveredAtLoopEnd) * 1000) / (performance.now() - drainStart),
                 deliveriesPendingAfter: c.pending,
               };
             }
@@ -556,7 +562,9 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
                 expiredLeft: left,
               };
             }
-            return done;
+            // with webhooks, the phase waited for their deliveries after the loop ended (above): the rate
+            // is the loop's, not the loop's and the drain's (it was, before 2026-11-26: 0.08–0.12×)
+            return deliveredAtStart === null ? done : { done, endedAt: loopEndedAt };
           },
           warmupJobs(ctx),
         );

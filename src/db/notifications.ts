@@ -143,6 +143,8 @@ export const CHANNELS = {
   tasks: 'jobclock_tasks',
   /** Webhook deliveries were recorded: the DeliveryEngine claims them. Sent by the triggers of migration 0022. */
   deliveries: 'jobclock_deliveries',
+  /** A type's push settings changed (payload: the type): the delivery engines re-read them (migration 0025). */
+  pushTypes: 'jobclock_push_types',
   /** A watched job ended (payload: its id). Sent by a trigger (migration 0023). */
   jobDone: 'jobclock_job_done',
 } as const;

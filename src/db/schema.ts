@@ -222,6 +222,16 @@ export interface JobTypeDefaultsTable {
   updated_at: Timestamp;
 }
 
+/** A job type whose jobs jobclock POSTs to a URL itself (migration 0025); `secret` as stored. */
+export interface PushTypeTable {
+  type: string;
+  url: string;
+  secret: string;
+  timeout_ms: number | string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   periodic_task: PeriodicTaskTable;
   job: JobTable;
@@ -235,6 +245,7 @@ export interface Database {
   flow_token: FlowTokenTable;
   flow_default: FlowDefaultTable;
   job_type_defaults: JobTypeDefaultsTable;
+  push_type: PushTypeTable;
   kysely_migration: KyselyMigrationTable;
   kysely_migration_lock: KyselyMigrationLockTable;
   jobclock_migration_checksum: JobclockMigrationChecksumTable;

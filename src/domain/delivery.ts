@@ -22,6 +22,13 @@ export const DELIVERY_RETRY_WINDOW_MS = 24 * 3600 * 1000;
 /** The wait after the first failed attempt; it doubles with every attempt up to DELIVERY_BACKOFF_MAX_MS. */
 export const DELIVERY_BACKOFF_BASE_MS = 5_000;
 export const DELIVERY_BACKOFF_MAX_MS = 3600 * 1000;
+/**
+ * Webhook attempts a second an instance begins while its workers are leasing and reporting
+ * (JOBCLOCK_DELIVERY_BUDGET): a delivery costs some 2.4× the CPU of a job in the README loop
+ * (bench/README.md), so an engine at full speed beside a busy loop on two cores took 40 % of its
+ * throughput. Deliveries held back meanwhile go out at full speed once the workers pause.
+ */
+export const DELIVERY_BUSY_RATE_PER_SEC = 300;
 /** How long a webhook receiver has to answer. */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 

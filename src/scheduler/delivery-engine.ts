@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
-import { Agent, type Dispatcher, request } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { type Executor, withTransaction } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
-import { createHmac } from 'node:crypto';
-import { deliveryJitter, deliveryRetryAt, WEBHOOK_TIMEOUT_MS } from '../domain/delivery.js';
+import { DELIVERY_BUSY_RATE_PER_SEC, deliveryJitter, deliveryRetryAt, WEBHOOK_TIMEOUT_MS } from '../domain/delivery.js';
+import { TokenBucket } from '../domain/token-bucket.js';
 import type { Job } from '../domain/job.js';
 import { jobFromRow, type JobRow } from '../repositories/job/row.js';
 import {
@@ -18,6 +18,8 @@ import {
 import type { ServiceContext } from '../services/context.js';
 import { SecretBox } from '../services/webhook-secrets.js';
 import { Loop, LoopService } from './loop.js';
+import { postSigned, type PostOptions, signatureHeader } from './outgoing.js';
+import { PushSender, type PushSenderOptions } from './push-sender.js';
 
 export interface DeliveryEngineOptions {
   /** The API's representation of a job (http/schemas/jobs.ts jobDto), for the `job` of job events. */
@@ -35,6 +37,16 @@ export interface DeliveryEngineOptions {
   random?: () => number;
   /** undici dispatcher (default: a keep-alive Agent of the engine's own). */
   dispatcher?: Dispatcher;
+  /**
+   * Whether workers are leasing and reporting on this instance now (WorkerProtocolService.busy):
+   * meanwhile webhook attempts begin at most `busyRatePerSec` a second, so that deliveries do not
+   * take the CPU the workers' requests need (each costs more than a job does; bench/README.md).
+   */
+  busy?: () => boolean;
+  /** Webhook attempts a second while `busy` (default 300); the rest wait, then go at full speed. */
+  busyRatePerSec?: number;
+  /** Push types: jobs leased through this worker protocol and POSTed (none without). */
+  push?: PushSenderOptions;
 }
 
 export interface DeliveryTickResult {
@@ -50,7 +62,6 @@ export interface DeliveryEngineEvents {
 
 /** A claimed attempt may run this much longer than its timeout before another instance takes it over. */
 const HOLD_MARGIN_MS = 5_000;
-const ERROR_TEXT_MAX = 500;
 const TIMESTAMP_COLUMNS = [
   'run_at',
   'scheduled_at',
@@ -69,7 +80,8 @@ const TIMESTAMP_COLUMNS = [
  * through undici with keep-alive connections, a timeout each and at most `maxInFlight` at once;
  * redirects are never followed (a 3xx is a failed attempt). A failed attempt is retried with
  * exponential backoff and jitter (domain/delivery.ts) for at least 24 h. The loop also announces
- * task.overdue for tasks whose overdue_at has passed, since no write causes that event.
+ * task.overdue for tasks whose overdue_at has passed, since no write causes that event. With `push`,
+ * it also pushes the jobs of push types (push-sender.ts) through the same connections.
  */
 export class DeliveryEngine extends LoopService {
   protected readonly loop: Loop;
@@ -88,7 +100,10 @@ export class DeliveryEngine extends LoopService {
   private ended: DeliveryAttempt[] = [];
   private readonly stopping = new AbortController();
   private nextOverdueLook = 0;
+  private readonly budget: TokenBucket;
   private unsubscribe: (() => void) | null = null;
+  /** The push types' half of the engine (push-sender.ts), sharing its connections and its stop. */
+  readonly push: PushSender | null;
 
   constructor(
     readonly ctx: ServiceContext,
@@ -102,8 +117,11 @@ export class DeliveryEngine extends LoopService {
     this.overdueEveryMs = options.overdueEveryMs ?? 5_000;
     this.maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024;
     this.random = options.random ?? Math.random;
+    const rate = options.busyRatePerSec ?? DELIVERY_BUSY_RATE_PER_SEC;
+    this.budget = new TokenBucket(rate, Math.max(1, Math.round(rate / 10)));
     this.ownDispatcher = options.dispatcher ? null : new Agent({ keepAliveTimeout: 30_000, connections: 32 });
     this.dispatcher = options.dispatcher ?? this.ownDispatcher!;
+    this.push = options.push ? new PushSender(ctx, this.box, (ms) => this.http(ms, true), options.push) : null;
     this.loop = new Loop({
       name: 'delivery engine',
       logger: ctx.logger,
@@ -116,6 +134,7 @@ export class DeliveryEngine extends LoopService {
   override start(): void {
     this.unsubscribe ??= this.ctx.notifications.subscribe(CHANNELS.deliveries, () => this.loop.wake());
     super.start();
+    this.push?.start();
   }
 
   /**
@@ -128,7 +147,7 @@ export class DeliveryEngine extends LoopService {
     this.unsubscribe = null;
     await super.stop();
     this.stopping.abort();
-    await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.inFlight, this.push?.stop()]);
     await this.record(this.ctx.db); // unrecorded ones are attempted again after their hold
     if (this.ownDispatcher && !this.ownDispatcher.closed) await this.ownDispatcher.close();
   }
@@ -171,7 +190,11 @@ export class DeliveryEngine extends LoopService {
       if (announced.length > 0) this.ctx.logger.info({ tasks: announced }, 'periodic tasks turned overdue');
       this.nextOverdueLook = now.getTime() + this.overdueEveryMs;
     }
-    const room = this.maxInFlight - this.inFlight.size;
+    const free = this.maxInFlight - this.inFlight.size;
+    // while workers are busy, attempts begin within the budget; otherwise as fast as room allows
+    const budgeted = this.options.busy?.() === true;
+    const nowMs = now.getTime();
+    const room = budgeted ? Math.max(0, Math.min(free, this.budget.available(nowMs))) : free;
     let claimed = 0;
     if (room > 0 || this.ended.length > 0) {
       // what ended is recorded and the next batch claimed in one transaction that does not wait
@@ -183,6 +206,7 @@ export class DeliveryEngine extends LoopService {
         return room > 0 ? deliveryClaim(tx, now, room, this.timeoutMs + HOLD_MARGIN_MS) : [];
       });
       claimed = due.length;
+      if (budgeted) this.budget.take(claimed, nowMs);
       for (const d of due) {
         const p = this.send(d).then((a) => {
           if (!this.stopping.signal.aborted) this.ended.push(a);
@@ -194,13 +218,16 @@ export class DeliveryEngine extends LoopService {
         this.inFlight.add(p);
       }
     }
-    const untilOverdueLook = Math.max(1, this.nextOverdueLook - now.getTime());
+    const budgetWait = budgeted ? this.budget.msUntil(1, nowMs) : 0;
+    const untilOverdueLook = Math.max(1, this.nextOverdueLook - nowMs);
     // more than half full: the attempts that end wake the loop
     if (this.inFlight.size > this.maxInFlight / 2) return untilOverdueLook;
-    if (claimed > 0 && claimed === room) return 0; // more may be due
+    // more may be due: at once, or when the budget has room again
+    if (claimed > 0 && claimed === room) return Math.min(budgetWait, untilOverdueLook);
+    if (room === 0 && budgetWait > 0) return Math.min(budgetWait, untilOverdueLook);
     const next = await deliveryNextDue(this.ctx.db);
-    const untilDue = next === null ? this.idleMs : Math.max(0, next.getTime() - now.getTime());
-    return Math.min(untilDue, untilOverdueLook, this.idleMs);
+    const untilDue = next === null ? this.idleMs : Math.max(0, next.getTime() - nowMs);
+    return Math.min(Math.max(untilDue, budgetWait), untilOverdueLook, this.idleMs);
   }
 
   /**
@@ -246,41 +273,14 @@ export class DeliveryEngine extends LoopService {
       return { statusCode: null, error: (err as Error).message };
     }
     const body = JSON.stringify(this.bodyOf(d));
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': 'jobclock-webhooks',
-      'jobclock-event': d.event,
-      'jobclock-delivery': d.id,
-      'jobclock-signature': signatureHeader(secret, body, this.ctx.clock.now()),
-    };
-    try {
-      const res = await request(d.url, {
-        method: 'POST',
-        headers,
-        body,
-        dispatcher: this.dispatcher,
-        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.stopping.signal]),
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-      });
-      const code = res.statusCode;
-      if (code >= 200 && code < 300) {
-        // nothing in a 2xx answer is used: read past it (up to the cap) to keep the connection
-        await res.body.dump({ limit: this.maxResponseBytes });
-        return { statusCode: code, error: null };
-      }
-      const text = await readCapped(res.body, this.maxResponseBytes);
-      if (code >= 300 && code < 400) {
-        const location = res.headers.location;
-        return { statusCode: code, error: `redirect to ${String(location ?? '(no location)')} not followed` };
-      }
-      return { statusCode: code, error: `HTTP ${code}${text ? `: ${text.slice(0, ERROR_TEXT_MAX)}` : ''}` };
-    } catch (err) {
-      const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
-      const timedOut = e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT';
-      const message = timedOut ? `no answer within ${this.timeoutMs} ms` : (e.cause?.code ?? e.code ?? e.message);
-      return { statusCode: null, error: String(message).slice(0, ERROR_TEXT_MAX) };
-    }
+    const post = { url: d.url, event: d.event, deliveryId: d.id, secret, body, at: this.ctx.clock.now(), userAgent: 'jobclock-webhooks' };
+    const answer = await postSigned(post, this.http(this.timeoutMs, false));
+    return { statusCode: answer.statusCode, error: answer.error };
+  }
+
+  /** How requests are made: the engine's pool, its stop signal and body cap. */
+  http(timeoutMs: number, read2xx: boolean): PostOptions {
+    return { dispatcher: this.dispatcher, timeoutMs, signal: this.stopping.signal, maxResponseBytes: this.maxResponseBytes, read2xx };
   }
 
   /** `{ id, event, at, job | task }`. */
@@ -295,29 +295,4 @@ export class DeliveryEngine extends LoopService {
   }
 }
 
-/** The body as text, read up to `cap` bytes; the rest is not read and the connection is dropped. */
-async function readCapped(body: Dispatcher.ResponseData['body'], cap: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const b = chunk as Buffer;
-    size += b.length;
-    if (size > cap) {
-      chunks.push(b.subarray(0, b.length - (size - cap)));
-      body.destroy();
-      break;
-    }
-    chunks.push(b);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/**
- * The `Jobclock-Signature` header of `body` sent at `at`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of
- * "<t>.<body>">`, as Stripe and Svix sign (the timestamp inside the MAC stops replays of old bodies).
- */
-export function signatureHeader(secret: string, body: string, at: Date): string {
-  const t = Math.floor(at.getTime() / 1000);
-  const v1 = createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
-  return `t=${t},v1=${v1}`;
-}
+export { signatureHeader };

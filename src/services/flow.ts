@@ -5,6 +5,8 @@ import { type GroupsDefault, groupsDefaultGet, groupsDefaultSet } from '../repos
 import { type TypeDefaults, typeDefaultsOf, typeDefaultsSet } from '../repositories/type-defaults.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
+import { type PushInput, pushSet, type PushView, pushViewOf } from './push-types.js';
+import { SecretBox } from './webhook-secrets.js';
 
 /** A job type or group as the API shows it: its policy and its open jobs. */
 export interface FlowKeyView {
@@ -17,6 +19,8 @@ export interface FlowKeyView {
   oldestQueuedAt: Date | null;
   /** For one type (GET/PATCH /types/{type}): its defaults for new jobs, or null. */
   defaults?: TypeDefaults | null;
+  /** For one type: where jobclock POSTs its jobs itself, or null (pulling workers run them). */
+  push?: PushView | null;
 }
 
 const view = (k: FlowKeyRow): FlowKeyView => ({
@@ -32,7 +36,11 @@ const CURSOR_PREFIX: Record<FlowKind, string> = { type: 'ty', group: 'gr' };
 
 /** Flow control of job types and groups: pause, concurrency and rate (enforced in the lease). */
 export class FlowService {
-  constructor(private readonly ctx: ServiceContext) {}
+  private readonly box: SecretBox;
+
+  constructor(private readonly ctx: ServiceContext) {
+    this.box = new SecretBox(ctx.secretKey);
+  }
 
   async list(
     kind: FlowKind,
@@ -64,23 +72,32 @@ export class FlowService {
   async getType(name: string): Promise<FlowKeyView> {
     const v = await this.get('type', name);
     v.defaults = (await typeDefaultsOf(this.ctx.db, [name])).get(name) ?? null;
+    v.push = await pushViewOf(this.ctx.db, name);
     return v;
   }
 
-  /** Changes a type's policy and, when given, its defaults (null removes them), in one transaction. */
+  /**
+   * Changes a type's policy and, when given, its defaults and its push settings (null removes
+   * either), in one transaction. A push secret set or generated is in this answer only.
+   */
   async patchType(
     name: string,
-    patch: FlowPatch & { defaults?: TypeDefaults | null | undefined },
+    patch: FlowPatch & { defaults?: TypeDefaults | null | undefined; push?: PushInput | null | undefined },
     actor: string | null,
   ): Promise<FlowKeyView> {
-    const { defaults, ...policy } = patch;
+    const { defaults, push, ...policy } = patch;
     const now = this.ctx.clock.now();
-    await withTransaction(this.ctx.db, async (tx) => {
-      if (defaults === undefined || Object.keys(policy).length > 0) await flowPolicyPatch(tx, 'type', name, policy, now);
+    const secret = await withTransaction(this.ctx.db, async (tx) => {
+      if ((defaults === undefined && push === undefined) || Object.keys(policy).length > 0)
+        await flowPolicyPatch(tx, 'type', name, policy, now);
       if (defaults !== undefined) await typeDefaultsSet(tx, name, defaults, now);
+      return push === undefined ? undefined : pushSet(tx, this.box, name, push, now);
     });
-    this.ctx.logger.info({ type: name, ...policy, defaults, actor }, 'type policy changed');
-    return this.getType(name);
+    const pushLog = push === undefined ? undefined : push && { url: push.url, timeoutMs: push.timeoutMs, secretSet: secret !== undefined };
+    this.ctx.logger.info({ type: name, ...policy, defaults, push: pushLog, actor }, 'type policy changed');
+    const v = await this.getType(name);
+    if (v.push && secret !== undefined) v.push.secret = secret;
+    return v;
   }
 
   /** The policy of every group without one of its own, and how many permits it holds. */

@@ -79,6 +79,8 @@ export class WorkerProtocolService {
   /** Where backoff jitter comes from; tests may replace it. */
   random: RandomSource = Math.random;
   private stopped = false;
+  /** When (epoch ms) a lease handed out jobs or a report came last: see busy(). */
+  private lastActiveMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly ctx: ServiceContext,
@@ -102,6 +104,19 @@ export class WorkerProtocolService {
 
   private get db() {
     return this.ctx.db;
+  }
+
+  /**
+   * Whether workers leased or reported within the last `withinMs` on this instance: the delivery
+   * engine sends webhooks at a budgeted rate meanwhile, so that they do not take the CPU the
+   * workers' requests need.
+   */
+  busy(withinMs = 1_000): boolean {
+    return this.ctx.clock.now().getTime() - this.lastActiveMs < withinMs;
+  }
+
+  private active(): void {
+    this.lastActiveMs = this.ctx.clock.now().getTime();
   }
 
   /** On shutdown: stop leasing, answer every waiting long-poll with 204 and every wait for a job with the job, at once. */
@@ -134,7 +149,10 @@ export class WorkerProtocolService {
       );
       return [];
     }
-    if (jobs.length > 0) this.ctx.metrics?.jobsLeased(jobs);
+    if (jobs.length > 0) {
+      this.active();
+      this.ctx.metrics?.jobsLeased(jobs);
+    }
     return jobs;
   }
 
@@ -192,6 +210,7 @@ export class WorkerProtocolService {
 
   /** One finished/failed report (through the completer: concurrent reports share a statement). */
   async report(req: ReportRequest): Promise<Job> {
+    this.active();
     const res = await this.completer.submit(this.toInput(req));
     if (res.verdict === 'not-found') throw new NotFoundError(`There is no job ${req.id}.`);
     if (res.verdict === 'lease-lost') throw new LeaseLostError(leaseLostDetail(req.id, req.outcome, res.currentState, res.tokenMatches));
@@ -204,6 +223,7 @@ export class WorkerProtocolService {
    * than applying the reports).
    */
   async reportMany(reqs: readonly ReportRequest[], opts: { withJobs?: boolean } = {}): Promise<ReportAnswer[]> {
+    this.active();
     const inputs = reqs.map((r) => this.toInput(r));
     return this.answers(reqs, await writeReports(this.ctx, inputs, opts.withJobs ?? false));
   }
@@ -220,6 +240,7 @@ export class WorkerProtocolService {
     next: NextLeaseRequest,
     opts: { withJobs?: boolean } = {},
   ): Promise<{ answers: ReportAnswer[]; leased: LeasedJob[] }> {
+    this.active();
     const inputs = reqs.map((r) => this.toInput(r));
     const filter = { types: next.types, groups: next.groups };
     const slot = { worker: next.worker, leaseMs: next.leaseMs ?? null };

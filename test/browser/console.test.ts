@@ -4,7 +4,7 @@ import type { TestDatabase } from '../support/db.js';
 import type { TestStack } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
 import { QUEUED_WALK, RECENT_WINDOW } from '../../src/repositories/job/search.js';
-import { CHROMIUM_TOOL, launch, open, screenshot, settled } from './support.js';
+import { callApi, CHROMIUM_TOOL, launch, open, screenshot, settled } from './support.js';
 
 let tdb: TestDatabase;
 let stack: TestStack;
@@ -14,16 +14,7 @@ let base = '';
 let browser: Browser;
 let page: Page;
 
-async function call(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(base + path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = (method: string, path: string, body?: unknown) => callApi(base, method, path, body);
 
 /** A job that failed for good: leased by a worker and reported failed with no attempt left. */
 async function failedJob(type: string, message: string): Promise<string> {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestDatabase } from '../support/db.js';
 import type { TestStack } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
-import { CHROMIUM, launch, open, screenshot, settled } from './support.js';
+import { callApi, CHROMIUM, launch, open, screenshot, settled } from './support.js';
 
 let tdb: TestDatabase;
 let stack: TestStack;
@@ -13,16 +13,7 @@ let base = '';
 let browser: Browser;
 let page: Page;
 
-async function call(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(base + path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = (method: string, path: string, body?: unknown) => callApi(base, method, path, body);
 
 const MIN = 60_000;
 /** The outcomes of the last 12 slots of `flaky`, oldest first, as its history below leaves them. */

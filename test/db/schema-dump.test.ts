@@ -23,6 +23,7 @@ const declared: Record<keyof Database, true> = {
   flow_token: true,
   flow_default: true,
   job_type_defaults: true,
+  push_type: true,
   periodic_slot: true,
   webhook: true,
   webhook_delivery: true,

@@ -22,6 +22,10 @@ const policyDescription =
   'paused: no job of it is leased (running ones go on); concurrency: at most that many of its jobs running; ' +
   'rate "<n>/<duration>": at most n of its jobs begin in any window of that length; null clears a limit. ' +
   'Enforced inside the lease, across every instance; it applies to every lease that starts after this answered.';
+const typePatchDescription =
+  `${policyDescription} push: jobclock leases the type's jobs itself (the same lease) and POSTs each to push.url: ` +
+  '2xx finishes (a JSON body is the result), 202 leaves it running for the endpoint to report with the leaseToken, ' +
+  '429/503 with Retry-After gives the lease back for that long, other 4xx fail for good, 5xx and timeouts fail with retries.';
 
 /** GET/PATCH /types and /groups: flow-control policies and what is waiting. */
 export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
@@ -66,13 +70,19 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           tags,
           operationId: 'updateJobType',
           summary: "Change a job type's policy",
-          description: policyDescription,
+          description: typePatchDescription,
           params: TypeParams,
           body: TypePatchBody,
           response: { 200: TypeSchema, ...standardErrors },
         },
       },
-      async (request) => typeDto(await flow.patchType(request.params.type, request.body, request.role)),
+      async (request) => {
+        const { push, ...rest } = request.body;
+        const pushIn = push && { url: push.url, secret: push.secret, timeoutMs: push.timeout };
+        return typeDto(
+          await flow.patchType(request.params.type, { ...rest, ...(push === undefined ? {} : { push: pushIn }) }, request.role),
+        );
+      },
     );
     app.get(
       '/groups',

@@ -6,6 +6,7 @@ import { durationString } from './jobs.js';
 import { DomainError } from '../../domain/errors.js';
 import type { FlowKeyView } from '../../services/flow.js';
 import { INT32_MAX, name, Priority, TimestampOut } from './common.js';
+import { PushIn, pushDto, PushOut } from './push.js';
 
 const MAX_RATE = 1_000_000;
 
@@ -79,6 +80,9 @@ export const TypePatchBody = FlowPatchBody.extend({
   defaults: TypeDefaultsBody.nullable()
     .optional()
     .meta({ description: 'Applied to new jobs of the type that do not say otherwise (HTTP and SQL alike); null removes them.' }),
+  push: PushIn.nullable()
+    .optional()
+    .meta({ description: 'jobclock leases the jobs itself and POSTs each to push.url; null: pulling workers run them again.' }),
 }).meta({ id: 'JobTypePatch', example: { defaults: { maxAttempts: 10, timebox: '2m', startWithin: '1h' } } });
 
 const TypeDefaultsOut = z
@@ -112,6 +116,7 @@ export const TypeSchema = z
     defaults: TypeDefaultsOut.nullable()
       .optional()
       .meta({ description: 'The defaults for new jobs of the type (PATCH /types/{type} defaults), or null.' }),
+    push: PushOut.nullable().optional().meta({ description: 'On GET and PATCH /types/{type}: where its jobs are POSTed, or null.' }),
   })
   .meta({ id: 'JobType' });
 export const GroupSchema = z.object({ group: z.string(), ...common }).meta({ id: 'JobGroup' });
@@ -155,6 +160,7 @@ export const typeDto = (v: FlowKeyView) => {
             ...(d.startWithin === undefined ? {} : { startWithin: formatDuration(d.startWithin) }),
           };
   }
+  if (v.push !== undefined) dto.push = v.push === null ? null : pushDto(v.push);
   return dto;
 };
 export const groupDto = (v: FlowKeyView) => ({ group: v.name, ...body(v) });

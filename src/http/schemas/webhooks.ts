@@ -5,7 +5,7 @@ import type { DeliveryRecord } from '../../services/webhooks.js';
 import type { WebhookView } from '../../services/webhooks.js';
 import { name, TimestampOut } from './common.js';
 
-const Url = z
+export const Url = z
   .string()
   .max(2000, 'url is longer than 2000 characters')
   .superRefine((url, ctx) => {
@@ -26,7 +26,7 @@ const Events = z
     example: ['job.failed', 'task.failing', 'task.overdue', 'task.recovered'],
   });
 
-const Secret = z
+export const Secret = z
   .string()
   .min(16, 'secret must be at least 16 characters')
   .max(500, 'secret is longer than 500 characters')

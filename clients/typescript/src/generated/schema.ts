@@ -596,7 +596,7 @@ export interface paths {
         head?: never;
         /**
          * Change a job type's policy
-         * @description paused: no job of it is leased (running ones go on); concurrency: at most that many of its jobs running; rate "<n>/<duration>": at most n of its jobs begin in any window of that length; null clears a limit. Enforced inside the lease, across every instance; it applies to every lease that starts after this answered.
+         * @description paused: no job of it is leased (running ones go on); concurrency: at most that many of its jobs running; rate "<n>/<duration>": at most n of its jobs begin in any window of that length; null clears a limit. Enforced inside the lease, across every instance; it applies to every lease that starts after this answered. push: jobclock leases the type's jobs itself (the same lease) and POSTs each to push.url: 2xx finishes (a JSON body is the result), 202 leaves it running for the endpoint to report with the leaseToken, 429/503 with Retry-After gives the lease back for that long, other 4xx fail for good, 5xx and timeouts fail with retries.
          */
         patch: operations["updateJobType"];
         trace?: never;
@@ -1188,6 +1188,8 @@ export interface components {
             /** @description runAt of the oldest runnable queued job, or null */
             oldestQueuedAt: string | null;
             paused: boolean;
+            /** @description On GET and PATCH /types/{type}: where its jobs are POSTed, or null. */
+            push?: components["schemas"]["JobTypePushView"] | null;
             /** @example 100/1m */
             rate: string | null;
             type: string;
@@ -1253,7 +1255,36 @@ export interface components {
             defaults?: components["schemas"]["JobTypeDefaultsInput"] | null;
             /** @description true: no job of it is leased; running jobs go on */
             paused?: boolean;
+            /** @description jobclock leases the jobs itself and POSTs each to push.url; null: pulling workers run them again. */
+            push?: components["schemas"]["JobTypePushInput"] | null;
             rate?: string | null;
+        };
+        /**
+         * @example {
+         *       "url": "https://fn.example/thumbnail",
+         *       "timeout": "1m"
+         *     }
+         */
+        JobTypePushInput: {
+            /** @description The HMAC key the pushes are signed with; null: a new generated one; left out: the current one (generated for a new push type). Shown in this answer only. */
+            secret?: string | null;
+            /**
+             * @description How long the endpoint has to answer (default 30s, at most 15m); the lease is this plus 5s. A duration: 500ms, 30s, 1h30m, 2d or ISO 8601 like PT30S.
+             * @example 30s
+             */
+            timeout?: string;
+            /**
+             * @description Where jobs of the type are POSTed as { job, leaseToken }: an http or https URL.
+             * @example https://hooks.example/jobclock
+             */
+            url: string;
+        };
+        JobTypePushView: {
+            /** @description Only in the answer that set or generated it. */
+            secret?: string;
+            /** @example 30s */
+            timeout: string;
+            url: string;
         };
         /**
          * @description A job handed to a worker, with its lease.
