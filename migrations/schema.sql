@@ -80,6 +80,52 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_add_jobs(jobs jsonb) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_dependency_ended()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  at timestamptz := NEW.updated_at;
+  ended boolean := NEW.state IN ('finished', 'failed', 'dropped', 'cancelled');
+  released integer;
+BEGIN
+  IF NOT ended THEN
+    UPDATE job w SET deps_pending = w.deps_pending + 1
+      FROM job_dependency e WHERE e.depends_on = NEW.id AND w.id = e.job_id AND w.state = 'waiting';
+    RETURN NULL;
+  END IF;
+  IF NEW.state <> 'finished' THEN
+    WITH RECURSIVE doomed(id) AS (
+      SELECT e.job_id FROM job_dependency e JOIN job w ON w.id = e.job_id
+      WHERE e.depends_on = NEW.id AND w.state = 'waiting' AND NOT w.dependency_failure_runs
+      UNION
+      SELECT e.job_id FROM doomed d JOIN job_dependency e ON e.depends_on = d.id JOIN job w ON w.id = e.job_id
+      WHERE w.state = 'waiting' AND NOT w.dependency_failure_runs
+    ),
+    gone AS (
+      UPDATE job w SET state = 'cancelled', deps_pending = NULL, finished_at = at, updated_at = at
+      WHERE w.id IN (SELECT id FROM doomed) AND w.state = 'waiting'
+      RETURNING w.id
+    )
+    INSERT INTO job_event (job_id, at, kind, detail)
+    SELECT g.id, at, 'cancelled', jsonb_build_object('from', 'waiting', 'reason', 'dependency-failed', 'dependency', NEW.id::text)
+    FROM gone g;
+  END IF;
+  WITH upd AS (
+    UPDATE job w SET deps_pending = w.deps_pending - 1,
+                     state = CASE WHEN w.deps_pending <= 1 THEN 'queued' ELSE 'waiting' END,
+                     updated_at = at
+    FROM job_dependency e WHERE e.depends_on = NEW.id AND w.id = e.job_id AND w.state = 'waiting'
+    RETURNING w.state
+  )
+  SELECT count(*) INTO released FROM upd WHERE state = 'queued';
+  IF released > 0 THEN
+    PERFORM pg_notify('jobclock_jobs', '');
+  END IF;
+  RETURN NULL;
+END;
+$function$;
+
 CREATE OR REPLACE FUNCTION public.jobclock_duration_ms(value jsonb, field text)
  RETURNS bigint
  LANGUAGE plpgsql
@@ -857,8 +903,17 @@ CREATE TABLE job (
   holds_slot boolean DEFAULT false NOT NULL,
   checkpoint jsonb,
   start_by timestamp with time zone,
-  watched boolean DEFAULT false NOT NULL
+  watched boolean DEFAULT false NOT NULL,
+  after_ids bigint[],
+  deps_pending integer,
+  dependency_failure_runs boolean DEFAULT false NOT NULL,
+  has_dependents boolean DEFAULT false NOT NULL
 ) WITH (autovacuum_analyze_scale_factor=0.05, autovacuum_analyze_threshold=50000, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_insert_scale_factor=0, autovacuum_vacuum_insert_threshold=100000, autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=20000, vacuum_index_cleanup=on);
+
+CREATE TABLE job_dependency (
+  depends_on bigint NOT NULL,
+  job_id bigint NOT NULL
+);
 
 CREATE TABLE job_event (
   id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
@@ -1011,12 +1066,13 @@ ALTER TABLE ONLY job ADD CONSTRAINT job_lease_duration_check CHECK ((lease_durat
 ALTER TABLE ONLY job ADD CONSTRAINT job_max_attempts_check CHECK ((max_attempts >= 1));
 ALTER TABLE ONLY job ADD CONSTRAINT job_run_interval_check CHECK ((run_interval > 0));
 ALTER TABLE ONLY job ADD CONSTRAINT job_run_tolerance_check CHECK ((run_tolerance >= 0));
-ALTER TABLE ONLY job ADD CONSTRAINT job_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])));
+ALTER TABLE ONLY job ADD CONSTRAINT job_state_check CHECK ((state = ANY (ARRAY['waiting'::text, 'queued'::text, 'running'::text, 'finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])));
 ALTER TABLE ONLY job ADD CONSTRAINT job_timebox_check CHECK ((timebox > 0));
 ALTER TABLE ONLY job ADD CONSTRAINT job_traceparent_check CHECK ((length(traceparent) <= 55));
 ALTER TABLE ONLY job ADD CONSTRAINT job_type_check CHECK (((length(type) >= 1) AND (length(type) <= 200)));
 ALTER TABLE ONLY job ADD CONSTRAINT job_unique_key_check CHECK (((length(unique_key) >= 1) AND (length(unique_key) <= 200)));
 ALTER TABLE ONLY job ADD CONSTRAINT job_periodic_task_id_fkey FOREIGN KEY (periodic_task_id) REFERENCES periodic_task(id) ON DELETE SET NULL;
+ALTER TABLE ONLY job_dependency ADD CONSTRAINT job_dependency_pkey PRIMARY KEY (depends_on, job_id);
 ALTER TABLE ONLY job_event ADD CONSTRAINT job_event_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY job_search ADD CONSTRAINT job_search_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_pkey PRIMARY KEY (type);
@@ -1096,6 +1152,7 @@ CREATE INDEX webhook_delivery_webhook_idx ON public.webhook_delivery USING btree
 
 -- Triggers
 
+CREATE TRIGGER job_dependency_ended AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN ((old.has_dependents AND (new.state IS DISTINCT FROM old.state) AND ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])) <> (old.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))))) EXECUTE FUNCTION jobclock_dependency_ended();
 CREATE TRIGGER job_inserted_notify AFTER INSERT ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_notify_job_inserted();
 CREATE TRIGGER job_release_slots BEFORE UPDATE OF state ON public.job FOR EACH ROW WHEN ((old.holds_slot AND new.holds_slot AND (new.state IS DISTINCT FROM 'running'::text))) EXECUTE FUNCTION jobclock_release_slots();
 CREATE TRIGGER job_release_slots_on_delete AFTER DELETE ON public.job FOR EACH ROW WHEN (old.holds_slot) EXECUTE FUNCTION jobclock_release_deleted_slots();

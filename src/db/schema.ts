@@ -80,6 +80,20 @@ export interface JobTable {
   start_by: NullableTimestamp;
   /** Someone waits for the job's end: a trigger notifies when it ends. */
   watched: Generated<boolean>;
+  /** The jobs it runs after; null for a job without dependencies (migration 0026). */
+  after_ids: string[] | null;
+  /** While waiting: how many of them have not ended. */
+  deps_pending: number | null;
+  /** onDependencyFailure "run". */
+  dependency_failure_runs: Generated<boolean>;
+  /** Some job runs after this one: a trigger looks at its end. */
+  has_dependents: Generated<boolean>;
+}
+
+/** The edges of the dependency graph, from a dependency to the job that runs after it (migration 0026). */
+export interface JobDependencyTable {
+  depends_on: string;
+  job_id: string;
 }
 
 /** The run ledger's records of slots that got no job, and of triggered jobs (migration 0021). */
@@ -218,6 +232,7 @@ export interface Database {
   webhook: WebhookTable;
   webhook_delivery: WebhookDeliveryTable;
   job_event: JobEventTable;
+  job_dependency: JobDependencyTable;
   job_search: JobSearchTable;
   flow_policy: FlowPolicyTable;
   flow_slot: FlowSlotTable;

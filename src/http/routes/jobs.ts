@@ -9,9 +9,6 @@ import {
   JobBatchMinimalSchema,
   JobBatchSchema,
   jobDto,
-  ExplainResponse,
-  jobEventDto,
-  JobEventsResponse,
   JobIdParams,
   JobListQuery,
   JobListSchema,
@@ -22,6 +19,7 @@ import {
   prefersMinimal,
   TRACEPARENT_PATTERN,
 } from '../schemas/jobs.js';
+import { ExplainResponse, jobEventDto, JobEventsResponse } from '../schemas/job-history.js';
 import { GetJobQuery } from '../schemas/job-wait.js';
 import type { RouteDeps } from '../deps.js';
 

@@ -720,7 +720,7 @@ export interface components {
                 /** @description Case-insensitive text searched in args, subject and error. */
                 q?: string;
                 /** @enum {string} */
-                state?: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+                state?: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
                 /** @example mail.send */
                 type?: string;
                 /** @example worker-7 */
@@ -768,6 +768,14 @@ export interface components {
          */
         CreateJobInput: {
             /**
+             * @description Jobs that must end before this one runs: job ids, or in POST /jobs/batch the `ref` of another body of the batch. Until they have all finished the job is `waiting`.
+             * @example [
+             *       "render-page-1",
+             *       "render-page-2"
+             *     ]
+             */
+            after?: string[];
+            /**
              * @description Any JSON, handed to the worker.
              * @example {
              *       "to": "ada@example.com"
@@ -785,10 +793,20 @@ export interface components {
              */
             maxAttempts?: number;
             /**
+             * @description When a job it runs after ends failed, dropped or cancelled: `cancel` (default; the job is cancelled, reason dependency-failed) or `run` (it runs once all have ended).
+             * @enum {string}
+             */
+            onDependencyFailure?: "cancel" | "run";
+            /**
              * @description Higher runs first.
              * @example 0
              */
             priority?: number;
+            /**
+             * @description In POST /jobs/batch: a name, unique in the batch, by which other bodies of the batch name this one in `after`.
+             * @example render-page-1
+             */
+            ref?: string;
             /**
              * Format: date-time
              * @description Not leased before this time; default now.
@@ -983,10 +1001,20 @@ export interface components {
          *       "updatedAt": "2026-11-20T08:59:59.120Z",
          *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
          *       "checkpoint": null,
-         *       "startBy": null
+         *       "startBy": null,
+         *       "after": [],
+         *       "onDependencyFailure": "cancel"
          *     }
          */
         Job: {
+            /**
+             * @description The jobs it runs after (ids); empty for a job without dependencies.
+             * @example [
+             *       "1040",
+             *       "1041"
+             *     ]
+             */
+            after: string[];
             /**
              * @description Any JSON, handed to the worker.
              * @example {
@@ -1016,6 +1044,11 @@ export interface components {
             id: string;
             leaseExpiresAt: string | null;
             maxAttempts: number;
+            /**
+             * @description What it does when a job it runs after ends failed, dropped or cancelled: `cancel` (the default) or `run` anyway.
+             * @enum {string}
+             */
+            onDependencyFailure: "cancel" | "run";
             periodicTaskId: string | null;
             priority: number;
             /** @description The latest progress a heartbeat reported. */
@@ -1033,7 +1066,7 @@ export interface components {
             startBy: string | null;
             startedAt: string | null;
             /** @enum {string} */
-            state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
             subject: string | null;
             submitter: string | null;
             /**
@@ -1084,13 +1117,13 @@ export interface components {
             id: string;
             reasons: {
                 /** @enum {string} */
-                code: "scheduled" | "retry-backoff" | "type-paused" | "group-paused" | "type-at-concurrency" | "group-at-concurrency" | "type-rate-limited" | "group-rate-limited" | "waiting-for-worker" | "running" | "final";
+                code: "scheduled" | "retry-backoff" | "type-paused" | "group-paused" | "type-at-concurrency" | "group-at-concurrency" | "type-rate-limited" | "group-rate-limited" | "waiting-for-worker" | "running" | "final" | "waiting-for-dependencies";
                 detail: string;
             }[];
             /** @description true: nothing holds it back; it waits for a worker */
             runnable: boolean;
             /** @enum {string} */
-            state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
         };
         JobGroup: {
             concurrency: number | null;
@@ -1231,11 +1264,21 @@ export interface components {
          *       "traceparent": null,
          *       "checkpoint": null,
          *       "startBy": null,
+         *       "after": [],
+         *       "onDependencyFailure": "cancel",
          *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00",
          *       "taskState": null
          *     }
          */
         LeasedJob: {
+            /**
+             * @description The jobs it runs after (ids); empty for a job without dependencies.
+             * @example [
+             *       "1040",
+             *       "1041"
+             *     ]
+             */
+            after: string[];
             /**
              * @description Any JSON, handed to the worker.
              * @example {
@@ -1253,6 +1296,15 @@ export interface components {
              */
             createdAt: string;
             deadline: string | null;
+            /** @description Only for a job with `after`: how each job it runs after ended, with its result. */
+            dependencies?: {
+                id: string;
+                /** @description What the dependency reported when it finished. */
+                result: unknown;
+                /** @enum {string} */
+                state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+                type: string;
+            }[];
             /** @description The latest error: reported by the worker, or recorded by jobclock (kind lease_expired, timebox, dropped). */
             error: unknown;
             finishedAt: string | null;
@@ -1267,6 +1319,11 @@ export interface components {
             /** @description Carry it in every heartbeat and report of this lease. */
             leaseToken: string;
             maxAttempts: number;
+            /**
+             * @description What it does when a job it runs after ends failed, dropped or cancelled: `cancel` (the default) or `run` anyway.
+             * @enum {string}
+             */
+            onDependencyFailure: "cancel" | "run";
             periodicTaskId: string | null;
             priority: number;
             /** @description The latest progress a heartbeat reported. */
@@ -1284,7 +1341,7 @@ export interface components {
             startBy: string | null;
             startedAt: string | null;
             /** @enum {string} */
-            state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
             subject: string | null;
             submitter: string | null;
             /** @description For a job of a periodic task: the state its last run saved (null otherwise). */
@@ -2246,7 +2303,7 @@ export interface operations {
                 periodicTaskId?: string;
                 /** @description Case-insensitive text searched in args, subject and error. */
                 q?: string;
-                state?: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+                state?: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
                 type?: string;
                 worker?: string;
             };
