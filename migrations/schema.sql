@@ -80,47 +80,77 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_add_jobs(jobs jsonb) FROM PUBLIC;
 
-CREATE OR REPLACE FUNCTION public.jobclock_dependency_ended()
+CREATE OR REPLACE FUNCTION public.jobclock_dependencies_settle()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-  at timestamptz := NEW.updated_at;
-  ended boolean := NEW.state IN ('finished', 'failed', 'dropped', 'cancelled');
+  noted text := current_setting('jobclock.ended_dependencies', true);
+  ended bigint[];
+  bad bigint[];
+  at timestamptz;
   released integer;
 BEGIN
-  IF NOT ended THEN
-    UPDATE job w SET deps_pending = w.deps_pending + 1
-      FROM job_dependency e WHERE e.depends_on = NEW.id AND w.id = e.job_id AND w.state = 'waiting';
+  IF noted IS NULL OR noted = '' THEN
     RETURN NULL;
   END IF;
-  IF NEW.state <> 'finished' THEN
+  PERFORM set_config('jobclock.ended_dependencies', '', true);
+  SELECT array_agg(split_part(x, ':', 1)::bigint), array_agg(split_part(x, ':', 1)::bigint) FILTER (WHERE split_part(x, ':', 2) <> 'finished')
+    INTO ended, bad
+    FROM unnest(string_to_array(rtrim(noted, ','), ',')) AS x;
+  SELECT max(updated_at) INTO at FROM job WHERE id = ANY (ended);
+  IF bad IS NOT NULL THEN
     WITH RECURSIVE doomed(id) AS (
       SELECT e.job_id FROM job_dependency e JOIN job w ON w.id = e.job_id
-      WHERE e.depends_on = NEW.id AND w.state = 'waiting' AND NOT w.dependency_failure_runs
+      WHERE e.depends_on = ANY (bad) AND w.state = 'waiting' AND NOT w.dependency_failure_runs
       UNION
       SELECT e.job_id FROM doomed d JOIN job_dependency e ON e.depends_on = d.id JOIN job w ON w.id = e.job_id
       WHERE w.state = 'waiting' AND NOT w.dependency_failure_runs
     ),
+    locked AS MATERIALIZED (
+      SELECT w.id FROM job w WHERE w.id IN (SELECT id FROM doomed) AND w.state = 'waiting' ORDER BY w.id FOR UPDATE
+    ),
     gone AS (
       UPDATE job w SET state = 'cancelled', deps_pending = NULL, finished_at = at, updated_at = at
-      WHERE w.id IN (SELECT id FROM doomed) AND w.state = 'waiting'
+      FROM locked l WHERE w.id = l.id
       RETURNING w.id
     )
     INSERT INTO job_event (job_id, at, kind, detail)
-    SELECT g.id, at, 'cancelled', jsonb_build_object('from', 'waiting', 'reason', 'dependency-failed', 'dependency', NEW.id::text)
+    SELECT g.id, at, 'cancelled', jsonb_build_object('from', 'waiting', 'reason', 'dependency-failed')
     FROM gone g;
   END IF;
-  WITH upd AS (
-    UPDATE job w SET deps_pending = w.deps_pending - 1,
-                     state = CASE WHEN w.deps_pending <= 1 THEN 'queued' ELSE 'waiting' END,
+  WITH counts AS MATERIALIZED (
+    SELECT e.job_id, count(*)::int AS n FROM job_dependency e WHERE e.depends_on = ANY (ended) GROUP BY e.job_id
+  ),
+  locked AS MATERIALIZED (
+    SELECT w.id, c.n FROM job w JOIN counts c ON c.job_id = w.id WHERE w.state = 'waiting' ORDER BY w.id FOR UPDATE OF w
+  ),
+  upd AS (
+    UPDATE job w SET deps_pending = w.deps_pending - l.n,
+                     state = CASE WHEN w.deps_pending <= l.n THEN 'queued' ELSE 'waiting' END,
                      updated_at = at
-    FROM job_dependency e WHERE e.depends_on = NEW.id AND w.id = e.job_id AND w.state = 'waiting'
+    FROM locked l WHERE w.id = l.id AND w.state = 'waiting'
     RETURNING w.state
   )
   SELECT count(*) INTO released FROM upd WHERE state = 'queued';
   IF released > 0 THEN
     PERFORM pg_notify('jobclock_jobs', '');
+  END IF;
+  RETURN NULL;
+END;
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_dependency_ended()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF NEW.state IN ('finished', 'failed', 'dropped', 'cancelled') THEN
+    PERFORM set_config('jobclock.ended_dependencies',
+      coalesce(nullif(current_setting('jobclock.ended_dependencies', true), ''), '') || NEW.id || ':' || NEW.state || ',', true);
+  ELSE
+    UPDATE job w SET deps_pending = w.deps_pending + 1
+      FROM job_dependency e WHERE e.depends_on = NEW.id AND w.id = e.job_id AND w.state = 'waiting';
   END IF;
   RETURN NULL;
 END;
@@ -1131,6 +1161,7 @@ CREATE INDEX job_start_by_idx ON public.job USING btree (start_by) WHERE ((state
 CREATE INDEX job_task_idx ON public.job USING btree (periodic_task_id, id) WHERE (periodic_task_id IS NOT NULL);
 CREATE INDEX job_unique_key_created_idx ON public.job USING btree (unique_key, created_at DESC) WHERE (unique_key IS NOT NULL);
 CREATE UNIQUE INDEX job_unique_key_idx ON public.job USING btree (unique_key) WHERE ((unique_key IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'running'::text])));
+CREATE INDEX job_waiting_id_idx ON public.job USING btree (id) WHERE (state = 'waiting'::text);
 CREATE INDEX job_event_job_idx ON public.job_event USING btree (job_id, id);
 CREATE INDEX job_search_args_idx ON ONLY public.job_search USING gin (args jsonb_path_ops) WITH (gin_pending_list_limit='512');
 CREATE INDEX job_search_group_idx ON ONLY public.job_search USING btree (group_, id);
@@ -1152,6 +1183,7 @@ CREATE INDEX webhook_delivery_webhook_idx ON public.webhook_delivery USING btree
 
 -- Triggers
 
+CREATE TRIGGER job_dependencies_settle AFTER UPDATE ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_dependencies_settle();
 CREATE TRIGGER job_dependency_ended AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN ((old.has_dependents AND (new.state IS DISTINCT FROM old.state) AND ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])) <> (old.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))))) EXECUTE FUNCTION jobclock_dependency_ended();
 CREATE TRIGGER job_inserted_notify AFTER INSERT ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_notify_job_inserted();
 CREATE TRIGGER job_release_slots BEFORE UPDATE OF state ON public.job FOR EACH ROW WHEN ((old.holds_slot AND new.holds_slot AND (new.state IS DISTINCT FROM 'running'::text))) EXECUTE FUNCTION jobclock_release_slots();

@@ -5,15 +5,16 @@ import { INSERT_COLUMNS, insertRecords } from './insert-many.js';
 import { insertedJob, type JobInsertRow } from './insert.js';
 
 /**
- * Marks existing jobs as depended on and returns their states, read under the row lock the UPDATE
- * takes: a report ending one of them waits for this transaction, and its trigger (migration 0026)
+ * Marks existing jobs as depended on and returns their states, read under the row locks taken
+ * (in id order, as migration 0026's trigger takes them): a report ending one of them waits for this transaction, and its trigger (migration 0026)
  * then sees the edges this transaction adds; a report that committed first is seen here as the
  * job's final state. Ids that name no job are missing from the answer.
  */
 export async function jobMarkDependedOn(db: Executor, ids: readonly string[]): Promise<Map<string, JobState>> {
   if (ids.length === 0) return new Map();
   const { rows } = await sql<{ id: string; state: JobState }>`
-    UPDATE job SET has_dependents = true WHERE id = ANY (${ids}::bigint[]) RETURNING id::text AS id, state`.execute(db.kysely);
+    WITH locked AS MATERIALIZED (SELECT id FROM job WHERE id = ANY (${ids}::bigint[]) ORDER BY id FOR UPDATE)
+    UPDATE job j SET has_dependents = true FROM locked l WHERE j.id = l.id RETURNING j.id::text AS id, j.state`.execute(db.kysely);
   return new Map(rows.map((r) => [r.id, r.state]));
 }
 
