@@ -78,6 +78,8 @@ export const MAX_LEASE_MS = 24 * MS_PER_HOUR;
 export const MAX_WAIT_MS = 60 * MS_PER_SECOND;
 export const MAX_LEASE_LIMIT = 100;
 export const MAX_BATCH = 1000;
+/** Most jobs one job may run after (a fan-in of 10,000 page renders is one job's `after`). */
+export const MAX_AFTER = 10_000;
 /** How far back a uniqueKey may match final jobs (uniqueFor). */
 export const MAX_UNIQUE_FOR_MS = 30 * 24 * MS_PER_HOUR;
 

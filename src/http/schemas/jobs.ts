@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { body, INT32_MAX, MAX_NAME, name, Priority, Timestamp } from './common.js';
 import { formatDuration, MAX_DURATION_MS, parseDuration } from '../../domain/duration.js';
 import { DomainError } from '../../domain/errors.js';
-import { JOB_STATES, type Job, MAX_BATCH, MAX_UNIQUE_FOR_MS } from '../../domain/job.js';
+import { JOB_STATES, type Job, MAX_AFTER, MAX_BATCH, MAX_UNIQUE_FOR_MS } from '../../domain/job.js';
 
 /** A duration string (`30s`, `1h30m`, `PT30S`) read into milliseconds, within [minMs, maxMs]. */
 export function durationString(opts: { minMs: number; maxMs: number; description: string; example: string }) {
@@ -279,7 +279,7 @@ export const CreateJobBody = body(
     }),
     after: z
       .array(name('after', '1040'))
-      .max(MAX_BATCH, `at most ${MAX_BATCH} dependencies`)
+      .max(MAX_AFTER, `at most ${MAX_AFTER} dependencies`)
       .optional()
       .meta({
         description:
