@@ -17,6 +17,8 @@ export interface BatchGraph {
   inBatch: number[][];
   /** Per body: the existing jobs it runs after (ids, no repeats). */
   existing: string[][];
+  /** Per body: everything it runs after in the order given, a body of the batch as its index. */
+  named: (number | string)[][];
   /** Every body, each after the bodies it runs after. */
   order: number[];
   /** The existing jobs named, each once. */
@@ -43,6 +45,7 @@ export function resolveGraph(bodies: readonly GraphBody[], isJobId: (id: string)
   });
   const inBatch: number[][] = [];
   const existing: string[][] = [];
+  const named: (number | string)[][] = [];
   const existingIds = new Set<string>();
   bodies.forEach((b, i) => {
     const mine = new Set<number>();
@@ -55,6 +58,7 @@ export function resolveGraph(bodies: readonly GraphBody[], isJobId: (id: string)
     });
     inBatch.push([...mine]);
     existing.push([...ids]);
+    named.push([...new Set((b.after ?? []).map((entry) => byRef.get(entry) ?? entry))]);
     for (const id of ids) existingIds.add(id);
   });
   if (issues.length > 0) throw new InvalidInputError('The dependencies of the jobs are invalid.', issues);
@@ -67,7 +71,7 @@ export function resolveGraph(bodies: readonly GraphBody[], isJobId: (id: string)
       { path: `${path(first)}/after`, message: `a cycle: ${stuck.map((i) => bodies[i]!.ref ?? `#${i}`).join(', ')} wait for one another` },
     ]);
   }
-  return { inBatch, existing, order, existingIds: [...existingIds] };
+  return { inBatch, existing, named, order, existingIds: [...existingIds] };
 }
 
 /** Kahn's algorithm: the nodes in an order where each follows its predecessors; nodes on a cycle are left out. */

@@ -160,7 +160,7 @@ export class JobService {
         rows.map((row, i) => ({
           row,
           id: ids[i]!,
-          after: [...graph.existing[i]!, ...graph.inBatch[i]!.map((d) => ids[d]!)],
+          after: graph.named[i]!.map((d) => (typeof d === 'number' ? ids[d]! : d)),
           runs: inputs[i]!.onDependencyFailure === 'run',
           ...starts[i]!,
           dependedOn: dependedOn.has(i),

@@ -22,6 +22,7 @@ describe('resolveGraph', () => {
     expect(g.inBatch).toEqual([[1], [2], []]);
     expect(g.existing).toEqual([['17'], [], ['17', '18']]);
     expect(g.existingIds.sort()).toEqual(['17', '18']);
+    expect(g.named).toEqual([[1, '17'], [2], ['17', '18']]);
     expect(g.order).toEqual([2, 1, 0]);
   });
 
