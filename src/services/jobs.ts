@@ -26,6 +26,8 @@ import {
   jobInsertGraph,
   jobMarkDependedOn,
   jobNeighbours,
+  jobDependents,
+  type GraphNeighbour,
   jobPatch,
   type JobPatch,
   type JobSearchFilter,
@@ -39,6 +41,15 @@ import { type TypeDefaults, typeDefaultsOf } from '../repositories/type-defaults
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import type { JobPipelines } from './job-pipelines.js';
+
+/** A job's neighbours in its dependency graph (GET /jobs/{id}/graph). */
+export interface JobGraph {
+  job: Job;
+  dependencies: GraphNeighbour[];
+  dependents: GraphNeighbour[];
+  /** How many of each were left out. */
+  more: { dependencies: number; dependents: number };
+}
 
 export interface JobListRequest extends Omit<JobSearchFilter, 'beforeId'> {
   cursor?: string | undefined;
@@ -309,6 +320,19 @@ export class JobService {
     if (job.state !== 'queued') return { job, ...explainJob(job, [], { count: 0, capped: false }, now) };
     const [facts, ahead] = await Promise.all([flowFactsOf(this.db, job.type, job.group, now), jobsAhead(this.db, job, now, 10_000)]);
     return { job, ...explainJob(job, facts, ahead, now) };
+  }
+
+  /** The jobs `id` runs after and those that run after it, at most `limit` of each. */
+  async graph(id: string, limit: number): Promise<JobGraph> {
+    const job = await this.get(id);
+    const dependencies = await jobNeighbours(this.db, job.after.slice(0, limit));
+    const dependents = await jobDependents(this.db, id, limit);
+    return {
+      job,
+      dependencies,
+      dependents: dependents.items,
+      more: { dependencies: Math.max(0, job.after.length - limit), dependents: dependents.total - dependents.items.length },
+    };
   }
 
   /** The job's history, oldest first (see domain/job-history.ts). */

@@ -221,3 +221,28 @@ describe('retention', () => {
     expect((await tdb.db.pool.query('SELECT count(*) AS n FROM job_dependency')).rows[0].n).toBe(0);
   });
 });
+
+describe('GET /jobs/{id}/graph', () => {
+  it('lists what a job runs after and what runs after it, with states', async () => {
+    const [a, b, c, d] = await batch([
+      { type: 'g', ref: 'a' },
+      { type: 'g', ref: 'b' },
+      { type: 'g2', ref: 'c', after: ['b', 'a'] },
+      { type: 'g3', after: ['c'] },
+    ]);
+    const res = await api.get(`/jobs/${c!.id}/graph`);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      id: c!.id,
+      state: 'waiting',
+      dependencies: [
+        { id: b!.id, type: 'g', state: 'queued', finishedAt: null },
+        { id: a!.id, type: 'g', state: 'queued', finishedAt: null },
+      ],
+      dependents: [{ id: d!.id, type: 'g3', state: 'waiting' }],
+      more: { dependencies: 0, dependents: 0 },
+    });
+    expect((await api.get(`/jobs/${a!.id}/graph`)).body).toMatchObject({ dependencies: [], dependents: [{ id: c!.id }] });
+    expect((await api.get('/jobs/999999/graph')).status).toBe(404);
+  });
+});

@@ -107,14 +107,14 @@ export interface GraphNeighbour {
   finishedAt: Date | null;
 }
 
-/** The jobs that run after `id` (its dependents), oldest first, at most `limit`. */
-export async function jobDependents(db: Executor, id: string, limit: number): Promise<GraphNeighbour[]> {
-  const { rows } = await sql<{ id: string; type: string; state: JobState; finished_at: Date | null }>`
-    SELECT j.id::text AS id, j.type, j.state, j.finished_at
+/** The jobs that run after `id` (its dependents), oldest first, at most `limit`, and how many there are. */
+export async function jobDependents(db: Executor, id: string, limit: number): Promise<{ items: GraphNeighbour[]; total: number }> {
+  const { rows } = await sql<{ id: string; type: string; state: JobState; finished_at: Date | null; total: number }>`
+    SELECT j.id::text AS id, j.type, j.state, j.finished_at, count(*) OVER ()::int AS total
     FROM job_dependency e JOIN job j ON j.id = e.job_id
     WHERE e.depends_on = ${id}::bigint
     ORDER BY e.job_id LIMIT ${limit}`.execute(db.kysely);
-  return rows.map((r) => ({ id: r.id, type: r.type, state: r.state, finishedAt: r.finished_at }));
+  return { items: rows.map((r) => ({ id: r.id, type: r.type, state: r.state, finishedAt: r.finished_at })), total: rows[0]?.total ?? 0 };
 }
 
 /** The given jobs (a job's dependencies), in the order given; ids of deleted jobs are left out. */

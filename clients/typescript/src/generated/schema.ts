@@ -150,7 +150,7 @@ export interface paths {
         };
         /**
          * Why a job is not running
-         * @description Codes: scheduled, retry-backoff, type-paused, group-paused, type-at-concurrency, group-at-concurrency, type-rate-limited, group-rate-limited, waiting-for-worker (runnable; detail says how many runnable jobs come before it), running, final.
+         * @description Codes: scheduled, retry-backoff, type-paused, group-paused, type-at-concurrency, group-at-concurrency, type-rate-limited, group-rate-limited, waiting-for-worker (runnable; detail says how many runnable jobs come before it), running, final, waiting-for-dependencies (detail names the jobs it runs after that have not ended).
          */
         get: operations["explainJob"];
         put?: never;
@@ -195,6 +195,26 @@ export interface paths {
          * @description Repeating it with the same token is harmless (200); a stale or wrong token is 409.
          */
         post: operations["reportJobFinished"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{id}/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The jobs a job runs after and the jobs that run after it
+         * @description Each with its type, state and finishedAt; at most 100 of each, `more` says how many were left out.
+         */
+        get: operations["getJobGraph"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1124,6 +1144,53 @@ export interface components {
             runnable: boolean;
             /** @enum {string} */
             state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+        };
+        /**
+         * @example {
+         *       "id": "1042",
+         *       "state": "waiting",
+         *       "dependencies": [
+         *         {
+         *           "id": "1040",
+         *           "type": "pdf.render",
+         *           "state": "finished",
+         *           "finishedAt": "2026-11-20T09:00:01.000Z"
+         *         }
+         *       ],
+         *       "dependents": [
+         *         {
+         *           "id": "1043",
+         *           "type": "mail.send",
+         *           "state": "waiting",
+         *           "finishedAt": null
+         *         }
+         *       ],
+         *       "more": {
+         *         "dependencies": 0,
+         *         "dependents": 0
+         *       }
+         *     }
+         */
+        JobGraph: {
+            /** @description The jobs it runs after, in the order of its `after` (deleted ones left out). */
+            dependencies: components["schemas"]["JobGraphNode"][];
+            /** @description The jobs that run after it, oldest first. */
+            dependents: components["schemas"]["JobGraphNode"][];
+            id: string;
+            /** @description How many of each were left out of the lists. */
+            more: {
+                dependencies: number;
+                dependents: number;
+            };
+            /** @enum {string} */
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+        };
+        JobGraphNode: {
+            finishedAt: string | null;
+            id: string;
+            /** @enum {string} */
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+            type: string;
         };
         JobGroup: {
             concurrency: number | null;
@@ -3075,6 +3142,91 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getJobGraph: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobGraph"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
