@@ -70,7 +70,7 @@ describe.skipIf(CHROMIUM_TOOL.skip)('the console, a job in a graph', () => {
     expect(await page.$$eval('#job-graph line.edge', (ls) => ls.length)).toBe(5);
     await screenshot(page, 'job-graph');
     await page.click(`#job-graph a[data-id="${ids[4]}"]`);
-    await page.waitForFunction((h) => document.body.dataset.rendered === h, `#/jobs/${ids[4]}`);
+    await page.waitForFunction(`document.body.dataset.rendered === ${JSON.stringify(`#/jobs/${ids[4]}`)}`);
     expect(await page.$$eval('#job-graph a.graph-node', (as) => as.map((a) => a.getAttribute('data-id')))).toEqual([ids[3]]);
   });
 
