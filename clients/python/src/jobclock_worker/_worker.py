@@ -179,6 +179,12 @@ class JobContext:
         """The state the last run of this job's periodic task saved (``job["taskState"]``)."""
         return self.job.get("taskState")
 
+    @property
+    def dependencies(self) -> list:
+        """The jobs this one ran after, each ``{"id", "type", "state", "result"}`` (``job["dependencies"]``;
+        empty for a job without dependencies): the merge step reads the page results here."""
+        return self.job.get("dependencies") or []
+
     def progress(self, obj: Any) -> None:
         """Record progress (any JSON); sent with the next heartbeat and shown on the job."""
         json.dumps(obj)
