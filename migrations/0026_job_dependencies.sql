@@ -43,7 +43,7 @@ CREATE TABLE job_dependency (
 -- dependents in id order: two reports ending dependencies of the same jobs lock them in the same
 -- order, where one trigger call per ended row would lock them in the order of each report, and
 -- batches of reports over a dense graph deadlocked. Statements that end no such job pay one read
--- of the setting. The time is the ending statement's (updated_at), which jobclock sets from its clock.
+-- of the setting (heartbeats, which set no state, not even that). The time is the ending statement's (updated_at), which jobclock sets from its clock.
 CREATE FUNCTION jobclock_dependency_ended() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF NEW.state IN ('finished', 'failed', 'dropped', 'cancelled') THEN
@@ -119,5 +119,5 @@ CREATE TRIGGER job_dependency_ended AFTER UPDATE OF state ON job FOR EACH ROW
         AND (NEW.state IN ('finished', 'failed', 'dropped', 'cancelled')) <> (OLD.state IN ('finished', 'failed', 'dropped', 'cancelled')))
   EXECUTE FUNCTION jobclock_dependency_ended();
 
-CREATE TRIGGER job_dependencies_settle AFTER UPDATE ON job FOR EACH STATEMENT
+CREATE TRIGGER job_dependencies_settle AFTER UPDATE OF state ON job FOR EACH STATEMENT
   EXECUTE FUNCTION jobclock_dependencies_settle();

@@ -1183,7 +1183,7 @@ CREATE INDEX webhook_delivery_webhook_idx ON public.webhook_delivery USING btree
 
 -- Triggers
 
-CREATE TRIGGER job_dependencies_settle AFTER UPDATE ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_dependencies_settle();
+CREATE TRIGGER job_dependencies_settle AFTER UPDATE OF state ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_dependencies_settle();
 CREATE TRIGGER job_dependency_ended AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN ((old.has_dependents AND (new.state IS DISTINCT FROM old.state) AND ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])) <> (old.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))))) EXECUTE FUNCTION jobclock_dependency_ended();
 CREATE TRIGGER job_inserted_notify AFTER INSERT ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_notify_job_inserted();
 CREATE TRIGGER job_release_slots BEFORE UPDATE OF state ON public.job FOR EACH ROW WHEN ((old.holds_slot AND new.holds_slot AND (new.state IS DISTINCT FROM 'running'::text))) EXECUTE FUNCTION jobclock_release_slots();
