@@ -456,6 +456,53 @@ export function summarize(
     } else
       rows.push({ measurement: '(l) run ledger page', result: reason(rounds, 'l.ledger'), ratio: 'n/a', target: 'p50 < 50 ms', pass: '—' });
   }
+  // Dependencies: the join's wake-up after a fan-in, and a chain's links against plain jobs
+  {
+    const delay = spread(values(rounds, 'm.fanin'));
+    const ratio = spread(values(rounds, 'm.fanin', (r) => r.extra?.ratio ?? Number.NaN));
+    const dbMs = spread(values(rounds, 'm.fanin', (r) => r.extra?.dbMs ?? Number.NaN));
+    const label = '(m) fan-in of 10,000: last page reported → the join leased (long-poll)';
+    rows.push(
+      delay
+        ? {
+            measurement: label,
+            result: `${fmtSpread(delay)} ms (database clock, startedAt − last finishedAt: ${dbMs ? fmtSpread(dbMs) : 'n/a'} ms)${notes(rounds, 'm.fanin')}`,
+            ratio: ratio ? `pages ${fmtSpread(ratio)}× pages nobody waits for` : '',
+            target: '≤ 100 ms',
+            pass: passMark(delay.median <= 100),
+          }
+        : { measurement: label, result: reason(rounds, 'm.fanin'), ratio: 'n/a', target: '≤ 100 ms', pass: '—' },
+    );
+    figures['m.fanin'] = { label, delay, dbMs, pagesRatio: ratio };
+    const links = (key: string) =>
+      latencySummary(
+        rounds.flatMap((m) => {
+          const r = m.get(key);
+          return ok(r) ? (r.samples ?? []) : [];
+        }),
+      );
+    const chain = links('m.chain');
+    const plain = links('m.chainplain');
+    const linkLabel = '(m) chain of 1,000, one worker: lease to lease per link';
+    rows.push({
+      measurement: linkLabel,
+      result:
+        chain.n > 0 ? `p50 ${fmt(chain.p50)} · p99 ${fmt(chain.p99)} · max ${fmt(chain.max)} ms (n=${chain.n})` : reason(rounds, 'm.chain'),
+      ratio: chain.n > 0 && plain.n > 0 ? `p50 ${fmt(chain.p50 / plain.p50)}× · p99 ${fmt(chain.p99 / plain.p99)}× 1,000 plain jobs` : '',
+      target: '',
+      pass: '',
+    });
+    if (plain.n > 0) {
+      rows.push({
+        measurement: '(m) 1,000 jobs without dependencies, the same way',
+        result: `p50 ${fmt(plain.p50)} · p99 ${fmt(plain.p99)} · max ${fmt(plain.max)} ms (n=${plain.n})`,
+        ratio: '',
+        target: '',
+        pass: '',
+      });
+    }
+    figures['m.chain'] = { label: linkLabel, chain, plain };
+  }
   {
     const key = 'h.lateness';
     const r = lateness?.get(key);

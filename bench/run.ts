@@ -30,6 +30,7 @@ import {
   growthReads,
   growthRetention,
 } from './measure/growth.js';
+import { chainLinks, chainPlain, fanInJoin } from './measure/dependencies.js';
 import { idleWaiters, jobclockWake, rawWake } from './measure/idle.js';
 import { burstTasks, lateness, schedulerBurst, schedulerBurstFields, sqlBurst } from './measure/scheduler.js';
 import { ledgerPages } from './measure/ledger.js';
@@ -129,6 +130,9 @@ const UNITS: Unit[] = [
   jobclockWake,
   rawWake,
   idleWaiters,
+  fanInJoin,
+  chainLinks,
+  chainPlain,
   schedulerBurst,
   schedulerBurstFields,
   sqlBurst,

@@ -1,6 +1,7 @@
 // jobclock operator console: hash routes (#/, #/jobs?…, #/jobs/<id>, #/tasks, #/tasks/<id>, #/webhooks)
 // rendered from the public JSON API. No framework: template strings and one delegated listener.
 import { ApiError, get, patch, post, qs, token } from './api.js';
+import { graphSvg } from './graph.js';
 import { healthBadge, legend, strip } from './runs.js';
 import { webhooksView } from './webhooks.js';
 
@@ -118,7 +119,7 @@ const views = {
       page = { items: [], nextCursor: null };
       refused = `<p class="error" id="refused">${problemText(err)}</p>`;
     }
-    const states = ['', 'queued', 'running', 'finished', 'failed', 'dropped', 'cancelled'];
+    const states = ['', 'waiting', 'queued', 'running', 'finished', 'failed', 'dropped', 'cancelled'];
     const input = (k, label, ph = '') =>
       `<label>${label} <input name="${k}" value="${esc(filter[k] ?? '')}" placeholder="${esc(ph)}" /></label>`;
     const retryable = ['failed', 'dropped', 'cancelled'].includes(filter.state);
@@ -157,13 +158,17 @@ const views = {
   },
 
   async job(_params, id) {
-    const [job, events] = await Promise.all([get(`/jobs/${enc(id)}`), get(`/jobs/${enc(id)}/events`)]);
+    const [job, events, graph] = await Promise.all([
+      get(`/jobs/${enc(id)}`),
+      get(`/jobs/${enc(id)}/events`),
+      get(`/jobs/${enc(id)}/graph`),
+    ]);
     const field = (k, v) => `<tr><th>${k}</th><td>${v}</td></tr>`;
     main.innerHTML = `
       <h1>Job ${esc(job.id)} <span class="badge ${esc(job.state)}" id="job-state">${esc(job.state)}</span></h1>
       <p class="actions">
         <button data-action="retry" data-id="${esc(job.id)}" ${['failed', 'dropped', 'cancelled'].includes(job.state) ? '' : 'disabled'}>Retry</button>
-        <button data-action="cancel" data-id="${esc(job.id)}" ${['queued', 'running'].includes(job.state) ? '' : 'disabled'}>Cancel</button>
+        <button data-action="cancel" data-id="${esc(job.id)}" ${['waiting', 'queued', 'running'].includes(job.state) ? '' : 'disabled'}>Cancel</button>
       </p>
       <div class="cols">
         <table class="fields">
@@ -175,9 +180,11 @@ const views = {
           ${field('run at', time(job.runAt))}${field('start by', time(job.startBy))}${field('scheduled at', time(job.scheduledAt))}
           ${field('worker', esc(job.worker ?? '—'))}${field('started', time(job.startedAt))}${field('finished', time(job.finishedAt))}
           ${field('created', time(job.createdAt))}${field('subject', esc(job.subject ?? '—'))}${field('unique key', esc(job.uniqueKey ?? '—'))}
+          ${field('after', job.after.length ? job.after.map((a) => `<a href="#/jobs/${enc(a)}">${esc(a)}</a>`).join(', ') : '—')}
           ${field('args', json(job.args))}${field('checkpoint', json(job.checkpoint))}${field('result', json(job.result))}${field('error', json(job.error))}
         </table>
       </div>
+      ${job.after.length || graph.dependents.length ? `<h2>Dependencies</h2>${graphSvg({ ...graph, type: job.type })}` : ''}
       <h2>Attempts</h2>
       ${attempts(events.items)}
       <h2>History</h2>

@@ -19,14 +19,27 @@ type Job struct {
 	MaxAttempts    int             `json:"maxAttempts"`
 	PeriodicTaskID *string         `json:"periodicTaskId"`
 	// TaskState is what the previous run of the job's periodic task saved (null for one-shot jobs).
-	TaskState      json.RawMessage `json:"taskState"`
-	LeaseToken     string          `json:"leaseToken"`
-	LeaseExpiresAt *time.Time      `json:"leaseExpiresAt"`
-	Deadline       *time.Time      `json:"deadline"`
-	StartedAt      *time.Time      `json:"startedAt"`
-	CreatedAt      *time.Time      `json:"createdAt"`
+	TaskState json.RawMessage `json:"taskState"`
+	// After lists the jobs this one ran after (empty for a job without dependencies).
+	After []string `json:"after"`
+	// Dependencies says how each job of After ended, with its result (nil without dependencies).
+	Dependencies   []Dependency `json:"dependencies"`
+	LeaseToken     string       `json:"leaseToken"`
+	LeaseExpiresAt *time.Time   `json:"leaseExpiresAt"`
+	Deadline       *time.Time   `json:"deadline"`
+	StartedAt      *time.Time   `json:"startedAt"`
+	CreatedAt      *time.Time   `json:"createdAt"`
 
 	run *running
+}
+
+// Dependency is a job that a leased job ran after, as the lease hands it down.
+type Dependency struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	// State is finished, or with onDependencyFailure "run" also failed, dropped or cancelled.
+	State  string          `json:"state"`
+	Result json.RawMessage `json:"result"`
 }
 
 // Decode unmarshals the job's args into v.

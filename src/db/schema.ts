@@ -84,6 +84,20 @@ export interface JobTable {
   debounce_key: string | null;
   /** First submission + debounceMax: the latest runAt a submission may move it to; cleared by the lease. */
   debounce_until: NullableTimestamp;
+  /** The jobs it runs after; null for a job without dependencies (migration 0026). */
+  after_ids: string[] | null;
+  /** While waiting: how many of them have not ended. */
+  deps_pending: number | null;
+  /** onDependencyFailure "run". */
+  dependency_failure_runs: Generated<boolean>;
+  /** Some job runs after this one: a trigger looks at its end. */
+  has_dependents: Generated<boolean>;
+}
+
+/** The edges of the dependency graph, from a dependency to the job that runs after it (migration 0026). */
+export interface JobDependencyTable {
+  depends_on: string;
+  job_id: string;
 }
 
 /** The run ledger's records of slots that got no job, and of triggered jobs (migration 0021). */
@@ -239,6 +253,7 @@ export interface Database {
   webhook: WebhookTable;
   webhook_delivery: WebhookDeliveryTable;
   job_event: JobEventTable;
+  job_dependency: JobDependencyTable;
   job_search: JobSearchTable;
   flow_policy: FlowPolicyTable;
   flow_slot: FlowSlotTable;

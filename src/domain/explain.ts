@@ -3,7 +3,7 @@
  * and group's policies at `now`.
  */
 import { formatDuration } from './duration.js';
-import type { Job } from './job.js';
+import type { Job, JobState } from './job.js';
 
 export type ExplainCode =
   | 'scheduled'
@@ -16,7 +16,8 @@ export type ExplainCode =
   | 'group-rate-limited'
   | 'waiting-for-worker'
   | 'running'
-  | 'final';
+  | 'final'
+  | 'waiting-for-dependencies';
 
 export interface ExplainReason {
   code: ExplainCode;
@@ -45,6 +46,32 @@ export interface Explanation {
   reasons: ExplainReason[];
 }
 
+/** A dependency of a waiting job that has not ended. */
+export interface OpenDependency {
+  id: string;
+  type: string;
+  state: JobState;
+}
+
+/** A waiting job: which of its dependencies have not ended (`open`, as many as the caller read). */
+export function explainWaiting(job: Job, open: readonly OpenDependency[]): Explanation {
+  const named = open.map((d) => `${d.id} (${d.type}, ${d.state})`).join(', ');
+  const more = job.after.length > 0 && open.length === 0 ? ' none: it is queued at once' : '';
+  return {
+    runnable: false,
+    reasons: [
+      {
+        code: 'waiting-for-dependencies',
+        detail:
+          `It runs after ${job.after.length} job${job.after.length === 1 ? '' : 's'}; not ended yet:${more} ${named}.` +
+          (job.onDependencyFailure === 'run'
+            ? ' It runs once all of them have ended, however they end.'
+            : ' It is cancelled if one of them ends failed, dropped or cancelled.'),
+      },
+    ],
+  };
+}
+
 /** `ahead`: runnable queued jobs that come before this one (a higher priority, or earlier in its group; capped by the caller). */
 export function explainJob(job: Job, policies: readonly PolicyFacts[], ahead: { count: number; capped: boolean }, now: Date): Explanation {
   if (job.state === 'running') {
@@ -55,6 +82,7 @@ export function explainJob(job: Job, policies: readonly PolicyFacts[], ahead: { 
       ],
     };
   }
+  if (job.state === 'waiting') return explainWaiting(job, []);
   if (job.state !== 'queued') {
     return {
       runnable: false,

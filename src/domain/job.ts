@@ -4,6 +4,10 @@
  *
  * Job states, documented by who moves a job out of each (JOB_TRANSITIONS lists every move, and a
  * test records the moves the real statements make and checks them against it):
+ * - waiting:   a job created with `after` whose dependencies have not all ended; the end of its
+ *              last one queues it (-> queued), one that ends failed, dropped or cancelled cancels
+ *              it unless it has onDependencyFailure "run" (-> cancelled, reason
+ *              dependency-failed); cancel (-> cancelled). Never a candidate of a lease.
  * - queued:    POST /jobs/next leases it (-> running), or the lease-time drop check drops it
  *              (-> dropped; also a job past its startBy, which the LeaseReaper drops too when
  *              no lease met it); PATCH changes its priority/runAt; cancel, or a new run of its
@@ -20,7 +24,7 @@
  */
 import { formatDuration, MS_PER_HOUR, MS_PER_SECOND } from './duration.js';
 
-export const JOB_STATES = ['queued', 'running', 'finished', 'failed', 'dropped', 'cancelled'] as const;
+export const JOB_STATES = ['waiting', 'queued', 'running', 'finished', 'failed', 'dropped', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 /** Who moves a job from one state to another. */
@@ -36,10 +40,14 @@ export type TransitionCause =
   | 'lease-expired'
   | 'timebox'
   | 'give-back'
-  | 'retry';
+  | 'retry'
+  | 'dependencies-ended'
+  | 'dependency-failed';
 
 /** Every state change a job can make, with its causes. Nothing else moves a job. */
 export const JOB_TRANSITIONS: readonly { from: JobState; to: JobState; by: readonly TransitionCause[] }[] = [
+  { from: 'waiting', to: 'queued', by: ['dependencies-ended'] },
+  { from: 'waiting', to: 'cancelled', by: ['cancel', 'dependency-failed'] },
   { from: 'queued', to: 'running', by: ['lease'] },
   { from: 'queued', to: 'dropped', by: ['drop-check'] },
   { from: 'queued', to: 'cancelled', by: ['cancel', 'replace-policy'] },
@@ -53,7 +61,10 @@ export const JOB_TRANSITIONS: readonly { from: JobState; to: JobState; by: reado
 ];
 
 /** finished, failed, dropped, cancelled: nothing moves the job on but a retry. */
-export const isFinal = (state: JobState): boolean => state !== 'queued' && state !== 'running';
+export const isFinal = (state: JobState): boolean => state !== 'queued' && state !== 'running' && state !== 'waiting';
+
+/** What a job does when one of its dependencies ends failed, dropped or cancelled. */
+export type DependencyFailurePolicy = 'cancel' | 'run';
 
 /** Whether a job may move from `from` to `to`. */
 export function canTransition(from: JobState, to: JobState): boolean {
@@ -67,6 +78,8 @@ export const MAX_LEASE_MS = 24 * MS_PER_HOUR;
 export const MAX_WAIT_MS = 60 * MS_PER_SECOND;
 export const MAX_LEASE_LIMIT = 100;
 export const MAX_BATCH = 1000;
+/** Most jobs one job may run after (a fan-in of 10,000 page renders is one job's `after`). */
+export const MAX_AFTER = 10_000;
 /** How far back a uniqueKey may match final jobs (uniqueFor). */
 export const MAX_UNIQUE_FOR_MS = 30 * 24 * MS_PER_HOUR;
 
@@ -104,6 +117,17 @@ export interface Job {
   checkpoint: unknown;
   /** Not leased at or after this moment: dropped, reason expired. */
   startBy: Date | null;
+  /** The jobs it runs after (empty for most jobs). */
+  after: string[];
+  onDependencyFailure: DependencyFailurePolicy;
+}
+
+/** A dependency of a leased job, as its lease hands it down. */
+export interface DependencyOutcome {
+  id: string;
+  type: string;
+  state: JobState;
+  result: unknown;
 }
 
 /** A job as handed to a worker by a lease. */
@@ -111,6 +135,8 @@ export interface LeasedJob extends Job {
   leaseToken: string;
   /** The periodic task's saved state, for a run that resumes where the last one stopped. */
   taskState: unknown;
+  /** For a job with dependencies: how each ended, with its result. */
+  dependencies?: DependencyOutcome[];
 }
 
 /** What a producer may set when creating a job (durations in ms, defaults not yet applied). */
@@ -133,6 +159,11 @@ export interface NewJob {
   debounce?: number | undefined;
   /** With debounce: runAt never moves past the first submission + this (ms; default 10 × debounce). */
   debounceMax?: number | undefined;
+  /** In a batch: the name other bodies of the batch use in `after`. */
+  ref?: string | undefined;
+  /** Job ids, or in a batch refs of other bodies, that must end before this job runs. */
+  after?: readonly string[] | undefined;
+  onDependencyFailure?: DependencyFailurePolicy | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------

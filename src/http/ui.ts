@@ -28,7 +28,7 @@ const TYPES: Record<string, string> = {
 };
 
 /** The console's few files, by name; anything else under /ui/ is a 404. */
-const FILES = ['index.html', 'app.js', 'api.js', 'runs.js', 'webhooks.js', 'style.css'] as const;
+const FILES = ['index.html', 'app.js', 'api.js', 'runs.js', 'webhooks.js', 'graph.js', 'style.css'] as const;
 
 /**
  * GET /ui: the operator console, static files that talk to the public JSON API like any client.

@@ -12,23 +12,33 @@ export interface OpenCounts {
   /** Queued with runAt after `now`. */
   scheduled: number;
   running: number;
+  /** Waiting for dependencies. */
+  waiting: number;
   /** runAt of the oldest runnable queued job, or null. */
   oldestQueuedAt: Date | null;
 }
 
-/** Open jobs per type at `now` (the queued and running partial indexes; final jobs are never read). */
+/** Open jobs per type at `now` (the waiting, queued and running partial indexes; final jobs are never read). */
 export async function jobOpenCountsByType(db: Executor, now: Date): Promise<OpenCounts[]> {
-  const { rows } = await sql<{ type: string; queued: number; scheduled: number; running: number; oldest: Date | null }>`
+  const { rows } = await sql<{ type: string; queued: number; scheduled: number; running: number; waiting: number; oldest: Date | null }>`
     SELECT type,
            count(*) FILTER (WHERE state = 'queued' AND run_at <= ${now})::int AS queued,
            count(*) FILTER (WHERE state = 'queued' AND run_at > ${now})::int AS scheduled,
            count(*) FILTER (WHERE state = 'running')::int AS running,
+           count(*) FILTER (WHERE state = 'waiting')::int AS waiting,
            min(run_at) FILTER (WHERE state = 'queued' AND run_at <= ${now}) AS oldest
       FROM job
-     WHERE state IN ('queued', 'running')
+     WHERE state IN ('waiting', 'queued', 'running')
      GROUP BY type
      ORDER BY type`.execute(db.kysely);
-  return rows.map((r) => ({ type: r.type, queued: r.queued, scheduled: r.scheduled, running: r.running, oldestQueuedAt: r.oldest }));
+  return rows.map((r) => ({
+    type: r.type,
+    queued: r.queued,
+    scheduled: r.scheduled,
+    running: r.running,
+    waiting: r.waiting,
+    oldestQueuedAt: r.oldest,
+  }));
 }
 
 export interface ThroughputBucket {

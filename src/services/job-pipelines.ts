@@ -84,9 +84,13 @@ async function claimJobs(ctx: ServiceContext, filter: LeaseFilter, slots: LeaseS
   return r;
 }
 
-/** Applies reports in one statement, then logs and counts them. */
+/**
+ * Applies reports in one statement, then logs and counts them. Ending jobs that others depend on
+ * updates those dependents (migration 0026's trigger): two batches ending dependencies of the same
+ * jobs in another order may deadlock, and the statement, rolled back whole, runs again.
+ */
 export async function writeReports(ctx: ServiceContext, inputs: ReportInput[], withJobs = true): Promise<ReportResult[]> {
-  const results = await jobReport(ctx.db, inputs, ctx.clock.now(), { jobs: withJobs });
+  const results = await retryOnDeadlock(() => jobReport(ctx.db, inputs, ctx.clock.now(), { jobs: withJobs }));
   reported(ctx, inputs, results);
   return results;
 }

@@ -4,7 +4,8 @@
  * worker-protocol.ts; concurrent creations meet in the instance's JobPipelines (job-pipelines.ts).
  */
 import { type Executor, withTransaction } from '../db/executor.js';
-import { ConflictError, DomainError, NotFoundError } from '../domain/errors.js';
+import { resolveGraph, startStates } from '../domain/dependencies.js';
+import { ConflictError, DomainError, InvalidInputError, NotFoundError } from '../domain/errors.js';
 import { DEFAULT_MAX_ATTEMPTS, isFinal, type Job, type NewJob } from '../domain/job.js';
 import {
   type ChangeResult,
@@ -23,13 +24,19 @@ import {
   jobInsertMany,
   jobDebounce,
   type DebouncedRow,
+  jobDrawIds,
+  jobInsertGraph,
+  jobMarkDependedOn,
+  jobNeighbours,
+  jobDependents,
+  type GraphNeighbour,
   jobPatch,
   type JobPatch,
   type JobSearchFilter,
   jobRetry,
   jobSearch,
 } from '../repositories/jobs.js';
-import { type Explanation, explainJob } from '../domain/explain.js';
+import { type Explanation, explainJob, explainWaiting } from '../domain/explain.js';
 import { type JobEvent, jobHistory } from '../domain/job-history.js';
 import { flowFactsOf, jobsAhead } from '../repositories/flow.js';
 import { type TypeDefaults, typeDefaultsOf } from '../repositories/type-defaults.js';
@@ -38,6 +45,14 @@ import { decodeCursor, encodeCursor } from './cursor.js';
 import type { JobPipelines } from './job-pipelines.js';
 
 const isDebounced = (r: JobInsertRow): boolean => r.uniqueKey !== null && r.debounce !== null && r.debounce !== undefined;
+/** A job's neighbours in its dependency graph (GET /jobs/{id}/graph). */
+export interface JobGraph {
+  job: Job;
+  dependencies: GraphNeighbour[];
+  dependents: GraphNeighbour[];
+  /** How many of each were left out. */
+  more: { dependencies: number; dependents: number };
+}
 
 export interface JobListRequest extends Omit<JobSearchFilter, 'beforeId'> {
   cursor?: string | undefined;
@@ -97,6 +112,10 @@ export class JobService {
    * requests are inserted together (one statement, one commit).
    */
   async create(input: NewJob): Promise<{ job: Job; created: boolean }> {
+    if (input.after !== undefined && input.after.length > 0) {
+      const [job] = await this.createGraph([input], () => '');
+      return { job: job!, created: true };
+    }
     const defaults = await typeDefaultsOf(this.db, [input.type]);
     const row = this.insertRow(input, this.ctx.clock.now(), defaults.get(input.type));
     if (isDebounced(row)) return this.debounce(this.db, row, this.ctx.clock.now());
@@ -118,6 +137,9 @@ export class JobService {
    * need settling over several statements, one transaction.
    */
   async createMany(inputs: readonly NewJob[]): Promise<Job[]> {
+    if (inputs.some((j) => j.ref !== undefined || (j.after !== undefined && j.after.length > 0))) {
+      return this.createGraph(inputs, (i) => `/jobs/${i}`);
+    }
     const now = this.ctx.clock.now();
     const defaults = await typeDefaultsOf(
       this.db,
@@ -145,6 +167,53 @@ export class JobService {
     plain.forEach((i, k) => (out[i] = inserted[k]!));
     for (const [i, r] of rows.entries()) if (isDebounced(r)) out[i] = (await this.debounce(db, r, now)).job;
     return out;
+  }
+
+  /**
+   * Creates jobs that run after others (see domain/dependencies.ts), all or nothing, in one
+   * transaction: the existing dependencies are locked and read, the jobs inserted, then linked.
+   * `path(i)` names body i in a 400.
+   */
+  private async createGraph(inputs: readonly NewJob[], path: (i: number) => string): Promise<Job[]> {
+    const keyed = inputs.flatMap((j, i) =>
+      j.uniqueKey ? [{ path: `${path(i)}/uniqueKey`, message: 'a batch of jobs with ref or after carries no uniqueKey' }] : [],
+    );
+    if (keyed.length > 0) throw new InvalidInputError('Jobs created with dependencies cannot carry a uniqueKey.', keyed);
+    const graph = resolveGraph(inputs, isJobId, path);
+    const now = this.ctx.clock.now();
+    const defaults = await typeDefaultsOf(
+      this.db,
+      inputs.map((j) => j.type),
+    );
+    const rows = inputs.map((j) => this.insertRow(j, now, defaults.get(j.type)));
+    const jobs = await withTransaction(this.db, async (tx) => {
+      const states = await jobMarkDependedOn(tx, graph.existingIds);
+      const unknown = inputs.flatMap((_, i) =>
+        graph.existing[i]!.filter((id) => !states.has(id)).map((id) => ({ path: `${path(i)}/after`, message: `there is no job ${id}` })),
+      );
+      if (unknown.length > 0) throw new InvalidInputError('A job runs after a job that does not exist.', unknown);
+      const ids = await jobDrawIds(tx, inputs.length);
+      const starts = startStates(graph, inputs, states, (i) => ids[i]!);
+      const dependedOn = new Set(graph.inBatch.flat());
+      return jobInsertGraph(
+        tx,
+        rows.map((row, i) => ({
+          row,
+          id: ids[i]!,
+          after: graph.named[i]!.map((d) => (typeof d === 'number' ? ids[d]! : d)),
+          runs: inputs[i]!.onDependencyFailure === 'run',
+          ...starts[i]!,
+          dependedOn: dependedOn.has(i),
+        })),
+        now,
+      );
+    });
+    const waiting = jobs.filter((j) => j.state === 'waiting').length;
+    this.ctx.logger.debug(
+      { jobs: jobs.length, waiting, jobIds: jobs.length <= 10 ? jobs.map((j) => j.id) : undefined },
+      'job graph created',
+    );
+    return jobs;
   }
 
   private async insertSettlingKeys(db: Executor, rows: JobInsertRow[], now: Date): Promise<Job[]> {
@@ -273,9 +342,26 @@ export class JobService {
   async explain(id: string): Promise<{ job: Job } & Explanation> {
     const job = await this.get(id);
     const now = this.ctx.clock.now();
+    if (job.state === 'waiting') {
+      const open = (await jobNeighbours(this.db, job.after)).filter((d) => !isFinal(d.state));
+      return { job, ...explainWaiting(job, open) };
+    }
     if (job.state !== 'queued') return { job, ...explainJob(job, [], { count: 0, capped: false }, now) };
     const [facts, ahead] = await Promise.all([flowFactsOf(this.db, job.type, job.group, now), jobsAhead(this.db, job, now, 10_000)]);
     return { job, ...explainJob(job, facts, ahead, now) };
+  }
+
+  /** The jobs `id` runs after and those that run after it, at most `limit` of each. */
+  async graph(id: string, limit: number): Promise<JobGraph> {
+    const job = await this.get(id);
+    const dependencies = await jobNeighbours(this.db, job.after.slice(0, limit));
+    const dependents = await jobDependents(this.db, id, limit);
+    return {
+      job,
+      dependencies,
+      dependents: dependents.items,
+      more: { dependencies: Math.max(0, job.after.length - limit), dependents: dependents.total - dependents.items.length },
+    };
   }
 
   /** The job's history, oldest first (see domain/job-history.ts). */

@@ -82,7 +82,7 @@ export class Metrics {
     });
     new Gauge({
       name: 'jobclock_jobs',
-      help: 'Open jobs by type and state: queued (runnable now), scheduled (queued with runAt in the future), running.',
+      help: 'Open jobs by type and state: queued (runnable now), scheduled (queued with runAt in the future), running, waiting (for dependencies).',
       labelNames: ['type', 'state'],
       registers,
       collect: async function (this: Gauge<'type' | 'state'>) {
@@ -91,6 +91,7 @@ export class Metrics {
           this.set({ type: c.type, state: 'queued' }, c.queued);
           this.set({ type: c.type, state: 'scheduled' }, c.scheduled);
           this.set({ type: c.type, state: 'running' }, c.running);
+          this.set({ type: c.type, state: 'waiting' }, c.waiting);
         }
       },
     });

@@ -4,10 +4,12 @@
  * is handed rather than builds, so that there is one of each per instance.
  */
 import { retryOnDeadlock } from '../db/database.js';
+import type { Executor } from '../db/executor.js';
 import { LeaseLostError, NotFoundError } from '../domain/errors.js';
 import { backoffJitter, type Job, type JobState, type LeasedJob, type RandomSource, shouldCancel } from '../domain/job.js';
 import {
   claimAgain,
+  jobDependencyOutcomes,
   jobGet,
   jobHeartbeat,
   jobLease,
@@ -73,6 +75,17 @@ export function leaseLostDetail(id: string, outcome: string, state: JobState | n
 
 /** How many claims a report with `next` makes at most to fill its slots (the answer never waits). */
 const NEXT_CLAIM_ROUNDS = 3;
+
+/**
+ * The leases of jobs with dependencies carry how each dependency ended, with its result: one read
+ * for the jobs of a lease that have some; a lease of jobs without dependencies reads nothing.
+ */
+async function handDownDependencies(db: Executor, jobs: readonly LeasedJob[]): Promise<void> {
+  const ids = new Set(jobs.flatMap((j) => j.after));
+  if (ids.size === 0) return;
+  const outcomes = await jobDependencyOutcomes(db, [...ids]);
+  for (const j of jobs) if (j.after.length > 0) j.dependencies = j.after.flatMap((id) => outcomes.get(id) ?? []);
+}
 
 /** Lease, heartbeat, release and report. */
 export class WorkerProtocolService {
@@ -153,6 +166,7 @@ export class WorkerProtocolService {
       this.active();
       this.ctx.metrics?.jobsLeased(jobs);
     }
+    await handDownDependencies(this.db, jobs);
     return jobs;
   }
 
@@ -267,6 +281,7 @@ export class WorkerProtocolService {
     for (const r of claims) logLease(this.ctx, r);
     const leased = claims.flatMap((r) => r.leased);
     if (leased.length > 0) this.ctx.metrics?.jobsLeased(leased);
+    await handDownDependencies(this.db, leased);
     return { answers: this.answers(reqs, results), leased };
   }
 

@@ -17,6 +17,7 @@ const declared: Record<keyof Database, true> = {
   periodic_task: true,
   job: true,
   job_event: true,
+  job_dependency: true,
   job_search: true,
   flow_policy: true,
   flow_slot: true,

@@ -32,6 +32,8 @@ const job = (over: Partial<Job> = {}): Job => ({
   traceparent: null,
   checkpoint: null,
   startBy: null,
+  after: [],
+  onDependencyFailure: 'cancel',
   ...over,
 });
 const policy = (over: Partial<PolicyFacts>): PolicyFacts => ({

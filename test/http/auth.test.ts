@@ -47,6 +47,7 @@ const MATRIX: [Method, string, Role[]][] = [
   ['post', '/jobs/1/failed', ['admin', 'worker']],
   ['post', '/jobs/reports', ['admin', 'worker']],
   ['get', '/jobs/1/events', ALL],
+  ['get', '/jobs/1/graph', ALL],
   ['get', '/jobs/1/explain', ALL],
   ['get', '/types', ALL],
   ['get', '/types/t1', ALL],

@@ -101,6 +101,24 @@ describe('job state transitions', () => {
     const dropped = await tdb.db.pool.query<{ id: string }>(`select id::text from job where type = 'drop' and state = 'dropped'`);
     await jobs.retry(dropped.rows[0]!.id);
 
+    // dependencies: waiting → queued when the last one finished; waiting → cancelled when one
+    // failed (and by a cancel)
+    const [first, , third] = await jobs.createMany([
+      { type: 'dep', ref: 'a', maxAttempts: 1 },
+      { type: 'dep', ref: 'b', after: ['a'] },
+      { type: 'dep-c', after: ['a'] },
+    ]);
+    const d = await lease('dep');
+    expect(d.id).toBe(first!.id);
+    await workers.report({ id: d.id, leaseToken: d.leaseToken, outcome: 'finished' });
+    await jobs.cancel((await jobs.createMany([{ type: 'dep', after: [third!.id] }]))[0]!.id);
+    await jobs.createMany([
+      { type: 'dep-x', ref: 'x', maxAttempts: 1 },
+      { type: 'dep-y', after: ['x'] },
+    ]);
+    const x = await lease('dep-x');
+    await workers.report({ id: x.id, leaseToken: x.leaseToken, outcome: 'failed', error: 'no' });
+
     const { rows } = await tdb.db.pool.query<{ from_state: string; to_state: string }>(
       'select distinct from_state, to_state from test_transition order by 1, 2',
     );

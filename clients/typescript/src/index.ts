@@ -20,3 +20,4 @@ export {
   type WorkerEvents,
   type WorkerOptions,
 } from './worker.js';
+export { type AddOptions, type CreatedGraph, type Dependency, JobGraph, type JobRef } from './graph.js';

@@ -9,9 +9,6 @@ import {
   JobBatchMinimalSchema,
   JobBatchSchema,
   jobDto,
-  ExplainResponse,
-  jobEventDto,
-  JobEventsResponse,
   JobIdParams,
   JobListQuery,
   JobListSchema,
@@ -22,7 +19,9 @@ import {
   prefersMinimal,
   TRACEPARENT_PATTERN,
 } from '../schemas/jobs.js';
+import { ExplainResponse, jobEventDto, JobEventsResponse } from '../schemas/job-history.js';
 import { GetJobQuery } from '../schemas/job-wait.js';
+import { GRAPH_LIMIT, jobGraphDto, JobGraphResponse } from '../schemas/dependencies.js';
 import type { RouteDeps } from '../deps.js';
 
 const notFound = { 404: ProblemSchema } as const;
@@ -182,7 +181,8 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           summary: 'Why a job is not running',
           description:
             'Codes: scheduled, retry-backoff, type-paused, group-paused, type-at-concurrency, group-at-concurrency, ' +
-            'type-rate-limited, group-rate-limited, waiting-for-worker (runnable; detail says how many runnable jobs come before it), running, final.',
+            'type-rate-limited, group-rate-limited, waiting-for-worker (runnable; detail says how many runnable jobs come before it), running, final, ' +
+            'waiting-for-dependencies (detail names the jobs it runs after that have not ended).',
           params: JobIdParams,
           response: { 200: ExplainResponse, ...standardErrors, ...notFound },
         },
@@ -191,6 +191,22 @@ export function jobRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
         const e = await jobs.explain(request.params.id);
         return { id: e.job.id, state: e.job.state, runnable: e.runnable, reasons: e.reasons };
       },
+    );
+
+    app.get(
+      '/jobs/:id/graph',
+      {
+        config: { access: 'jobs:read' },
+        schema: {
+          tags: ['jobs'],
+          operationId: 'getJobGraph',
+          summary: 'The jobs a job runs after and the jobs that run after it',
+          description: `Each with its type, state and finishedAt; at most ${GRAPH_LIMIT} of each, \`more\` says how many were left out.`,
+          params: JobIdParams,
+          response: { 200: JobGraphResponse, ...standardErrors, ...notFound },
+        },
+      },
+      async (request) => jobGraphDto(await jobs.graph(request.params.id, GRAPH_LIMIT)),
     );
 
     app.get(

@@ -9,7 +9,7 @@ import { formatDuration, MAX_DURATION_MS } from '../../domain/duration.js';
 import { durationString } from './duration.js';
 import { debounceFields, debounceIssues } from './job-debounce.js';
 import type { JobEvent } from '../../domain/job-history.js';
-import { JOB_STATES, type Job, MAX_BATCH, MAX_UNIQUE_FOR_MS } from '../../domain/job.js';
+import { JOB_STATES, type Job, MAX_AFTER, MAX_BATCH, MAX_UNIQUE_FOR_MS } from '../../domain/job.js';
 
 export { durationString } from './duration.js';
 
@@ -112,6 +112,12 @@ export const JobSchema = z
       description: 'The state a worker saved (heartbeat, release or report) for the next attempt of this one-shot job; null if none.',
     }),
     startBy: When.nullable().meta({ description: 'Not handed out at or after this moment: the job ends dropped (reason expired).' }),
+    after: z
+      .array(z.string())
+      .meta({ description: 'The jobs it runs after (ids); empty for a job without dependencies.', example: ['1040', '1041'] }),
+    onDependencyFailure: z.enum(['cancel', 'run']).meta({
+      description: 'What it does when a job it runs after ends failed, dropped or cancelled: `cancel` (the default) or `run` anyway.',
+    }),
   })
   .meta({
     id: 'Job',
@@ -145,6 +151,8 @@ export const JobSchema = z
       traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
       checkpoint: null,
       startBy: null,
+      after: [],
+      onDependencyFailure: 'cancel',
     },
   });
 
@@ -181,6 +189,8 @@ export function jobDto(job: Job): JobDto {
     traceparent: job.traceparent,
     checkpoint: job.checkpoint,
     startBy: isoOf(job.startBy),
+    after: job.after,
+    onDependencyFailure: job.onDependencyFailure,
   };
 }
 
@@ -244,6 +254,22 @@ export const CreateJobBody = body(
       example: '24h',
     }).optional(),
     ...debounceFields,
+    ref: name('ref', 'render-page-1').optional().meta({
+      description: 'In POST /jobs/batch: a name, unique in the batch, by which other bodies of the batch name this one in `after`.',
+    }),
+    after: z
+      .array(name('after', '1040'))
+      .max(MAX_AFTER, `at most ${MAX_AFTER} dependencies`)
+      .optional()
+      .meta({
+        description:
+          'Jobs that must end before this one runs: job ids, or in POST /jobs/batch the `ref` of another body of the batch. Until they have all finished the job is `waiting`.',
+        example: ['render-page-1', 'render-page-2'],
+      }),
+    onDependencyFailure: z.enum(['cancel', 'run']).optional().meta({
+      description:
+        'When a job it runs after ends failed, dropped or cancelled: `cancel` (default; the job is cancelled, reason dependency-failed) or `run` (it runs once all have ended).',
+    }),
   },
   JOB_READ_ONLY,
 )
@@ -252,6 +278,10 @@ export const CreateJobBody = body(
       ctx.addIssue({ code: 'custom', path: ['uniqueFor'], message: 'uniqueFor needs a uniqueKey' });
     }
     debounceIssues(b).forEach(([field, message]) => ctx.addIssue({ code: 'custom', path: [field], message }));
+    const inGraph = b.ref !== undefined || (b.after !== undefined && b.after.length > 0);
+    if (inGraph && b.uniqueKey !== undefined && b.uniqueKey !== null) {
+      ctx.addIssue({ code: 'custom', path: ['uniqueKey'], message: 'a job with ref or after cannot carry a uniqueKey' });
+    }
   })
   .meta({
     id: 'CreateJob',
@@ -366,52 +396,6 @@ export const BulkActionBody = z
 export const BulkActionResponse = z
   .object({ affected: z.number().int().meta({ description: 'Jobs the action changed.' }) })
   .meta({ id: 'BulkActionResult' });
-
-export const JobEventSchema = z
-  .object({
-    at: TimestampOut,
-    kind: z.string().meta({
-      description:
-        'created, leased, finished, requeued (a failure with attempts left), failed, lease-expired, timed-out, given-back, dropped, cancelled, retried, patched',
-    }),
-    attempt: z.number().int().nullable(),
-    worker: z.string().nullable(),
-    actor: z.string().nullable().meta({ description: 'The role that took a manual action (admin, producer, …), or policy:replace.' }),
-    detail: z.unknown(),
-  })
-  .meta({ id: 'JobEvent' });
-
-export const ExplainResponse = z
-  .object({
-    id: z.string(),
-    state: z.enum(JOB_STATES),
-    runnable: z.boolean().meta({ description: 'true: nothing holds it back; it waits for a worker' }),
-    reasons: z.array(
-      z.object({
-        code: z.enum([
-          'scheduled',
-          'retry-backoff',
-          'type-paused',
-          'group-paused',
-          'type-at-concurrency',
-          'group-at-concurrency',
-          'type-rate-limited',
-          'group-rate-limited',
-          'waiting-for-worker',
-          'running',
-          'final',
-        ]),
-        detail: z.string(),
-      }),
-    ),
-  })
-  .meta({ id: 'JobExplanation' });
-
-export const JobEventsResponse = z.object({ items: z.array(JobEventSchema) }).meta({ id: 'JobEvents' });
-
-export function jobEventDto(e: JobEvent) {
-  return { at: e.at.toISOString(), kind: e.kind, attempt: e.attempt, worker: e.worker, actor: e.actor, detail: e.detail ?? null };
-}
 
 export const PatchJobBody = body(
   {

@@ -6,11 +6,31 @@ import { z } from 'zod';
 import { body, MAX_NAME, name } from './common.js';
 import { AnyJson, durationString, isoOf, jobDto, type JobDto, JobSchema, LeaseToken, When } from './jobs.js';
 import { MAX_DURATION_MS } from '../../domain/duration.js';
-import { type LeasedJob, MAX_BATCH, MAX_LEASE_LIMIT, MAX_LEASE_MS, MAX_WAIT_MS, MIN_LEASE_MS } from '../../domain/job.js';
+import {
+  type DependencyOutcome,
+  JOB_STATES,
+  type LeasedJob,
+  MAX_BATCH,
+  MAX_LEASE_LIMIT,
+  MAX_LEASE_MS,
+  MAX_WAIT_MS,
+  MIN_LEASE_MS,
+} from '../../domain/job.js';
 
 export const LeasedJobSchema = JobSchema.extend({
   leaseToken: z.string().meta({ description: 'Carry it in every heartbeat and report of this lease.' }),
   taskState: z.unknown().meta({ description: 'For a job of a periodic task: the state its last run saved (null otherwise).' }),
+  dependencies: z
+    .array(
+      z.object({
+        id: z.string(),
+        type: z.string(),
+        state: z.enum(JOB_STATES),
+        result: z.unknown().meta({ description: 'What the dependency reported when it finished.' }),
+      }),
+    )
+    .optional()
+    .meta({ description: 'Only for a job with `after`: how each job it runs after ended, with its result.' }),
 }).meta({
   id: 'LeasedJob',
   description: 'A job handed to a worker, with its lease.',
@@ -43,16 +63,19 @@ export const LeasedJobSchema = JobSchema.extend({
     traceparent: null,
     checkpoint: null,
     startBy: null,
+    after: [],
+    onDependencyFailure: 'cancel',
     leaseToken: '3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00',
     taskState: null,
   },
 });
 
 /** jobDto plus the lease, added to that object rather than spread into a copy (up to 1000 per answer). */
-export function leasedJobDto(job: LeasedJob): JobDto & { leaseToken: string; taskState: unknown } {
-  const dto = jobDto(job) as JobDto & { leaseToken: string; taskState: unknown };
+export function leasedJobDto(job: LeasedJob): JobDto & { leaseToken: string; taskState: unknown; dependencies?: DependencyOutcome[] } {
+  const dto = jobDto(job) as JobDto & { leaseToken: string; taskState: unknown; dependencies?: DependencyOutcome[] };
   dto.leaseToken = job.leaseToken;
   dto.taskState = job.taskState ?? null;
+  if (job.dependencies !== undefined) dto.dependencies = job.dependencies;
   return dto;
 }
 

@@ -18,7 +18,7 @@ export async function jobCancelMatching(
 ): Promise<{ cancelled: number; ofTasks: number }> {
   const picked = filtered(db, f)
     .select(['id', 'state', 'attempts', 'worker'])
-    .where('state', 'in', ['queued', 'running'])
+    .where('state', 'in', ['waiting', 'queued', 'running'])
     .orderBy('id')
     .limit(limit)
     .forUpdate()

@@ -9,6 +9,7 @@ export * from './cancel.js';
 export type { ChangeResult } from './change.js';
 export * from './debounce.js';
 export * from './delete-old.js';
+export * from './dependencies.js';
 export * from './drop-expired.js';
 export * from './earliest-future-run-at.js';
 export * from './events.js';

@@ -4,8 +4,30 @@ import type { Job } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
 import { insertedJob, type JobInsertRow, ON_UNIQUE_KEY_CONFLICT, RECENT_HOLDER_ABSENT } from './insert.js';
 
-const INSERT_RECORD = sql`i(ord int, type text, group_ text, args jsonb, subject text, submitter text, priority int,
-  run_at timestamptz, max_attempts int, unique_key text, timebox bigint, traceparent text, start_by timestamptz, unique_for bigint)`;
+/** The columns of `insertRecords`' objects, for jsonb_to_recordset. */
+export const INSERT_COLUMNS = sql`ord int, type text, group_ text, args jsonb, subject text, submitter text, priority int,
+  run_at timestamptz, max_attempts int, unique_key text, timebox bigint, traceparent text, start_by timestamptz, unique_for bigint`;
+const INSERT_RECORD = sql`i(${INSERT_COLUMNS})`;
+
+/** The rows to insert as objects of INSERT_COLUMNS, `ord` their position. */
+export function insertRecords(jobs: readonly JobInsertRow[]): Record<string, unknown>[] {
+  return jobs.map((j, ord) => ({
+    ord,
+    type: j.type,
+    group_: j.group,
+    args: j.args ?? null,
+    subject: j.subject,
+    submitter: j.submitter,
+    priority: j.priority,
+    run_at: j.runAt.toISOString(),
+    max_attempts: j.maxAttempts,
+    unique_key: j.uniqueKey,
+    timebox: j.timebox,
+    traceparent: j.traceparent,
+    start_by: j.startBy?.toISOString() ?? null,
+    unique_for: j.uniqueKey !== null ? (j.uniqueFor ?? null) : null,
+  }));
+}
 
 /**
  * Inserts many jobs with ONE multi-row INSERT (all or nothing). Returns, in input order, each
@@ -20,24 +42,7 @@ const INSERT_RECORD = sql`i(ord int, type text, group_ text, args jsonb, subject
  */
 export async function jobInsertMany(db: Executor, jobs: readonly JobInsertRow[], now: Date): Promise<(Job | null)[]> {
   if (jobs.length === 0) return [];
-  const input = JSON.stringify(
-    jobs.map((j, ord) => ({
-      ord,
-      type: j.type,
-      group_: j.group,
-      args: j.args ?? null,
-      subject: j.subject,
-      submitter: j.submitter,
-      priority: j.priority,
-      run_at: j.runAt.toISOString(),
-      max_attempts: j.maxAttempts,
-      unique_key: j.uniqueKey,
-      timebox: j.timebox,
-      traceparent: j.traceparent,
-      start_by: j.startBy?.toISOString() ?? null,
-      unique_for: j.uniqueKey !== null ? (j.uniqueFor ?? null) : null,
-    })),
-  );
+  const input = JSON.stringify(insertRecords(jobs));
   const values = { input, now };
   if (!jobs.some((j) => j.uniqueKey !== null)) {
     const rows = await compiledOnce(

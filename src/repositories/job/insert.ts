@@ -59,6 +59,8 @@ export function insertedJob(j: JobInsertRow, id: number | string, now: Date): Jo
     traceparent: j.traceparent,
     checkpoint: null,
     startBy: j.startBy,
+    after: [],
+    onDependencyFailure: 'cancel',
   };
 }
 

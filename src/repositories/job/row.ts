@@ -6,7 +6,9 @@ import type { Job, LeasedJob } from '../../domain/job.js';
  * A job row as node-postgres returns it: the table's select types (timestamptz as Date, jsonb
  * parsed), int8 ids as numbers (see database.ts), without the internal `holds_slot` and `watched`.
  */
-export type JobRow = Omit<Selectable<JobTable>, 'id' | 'holds_slot' | 'watched' | 'debounce_until'> & { id: number | string };
+export type JobRow = Omit<Selectable<JobTable>, 'id' | 'holds_slot' | 'watched' | 'debounce_until' | 'deps_pending' | 'has_dependents'> & {
+  id: number | string;
+};
 
 /** Every column of `job`, in table order (for statements that pick each column from two sources). */
 export const JOB_COLUMNS = [
@@ -43,6 +45,8 @@ export const JOB_COLUMNS = [
   'checkpoint',
   'start_by',
   'debounce_key',
+  'after_ids',
+  'dependency_failure_runs',
 ] as const satisfies readonly (keyof JobRow)[];
 
 /**
@@ -51,6 +55,9 @@ export const JOB_COLUMNS = [
  * of a statement a running instance has prepared.
  */
 export const jobCols = (alias: string) => sql.join(JOB_COLUMNS.map((c) => sql.ref(`${alias}.${c}`)));
+
+/** Shared by every job without dependencies (never mutated). */
+const NO_DEPENDENCIES: string[] = [];
 
 /** The API's view of a row. JSON null and SQL NULL both read as null. */
 export function jobFromRow(r: JobRow): Job {
@@ -83,6 +90,8 @@ export function jobFromRow(r: JobRow): Job {
     traceparent: r.traceparent,
     checkpoint: r.checkpoint ?? null,
     startBy: r.start_by,
+    after: r.after_ids === null ? NO_DEPENDENCIES : r.after_ids.map(String),
+    onDependencyFailure: r.dependency_failure_runs ? 'run' : 'cancel',
   };
 }
 

@@ -55,8 +55,10 @@ export async function jobSearch(db: Executor, f: JobSearchFilter): Promise<JobSe
   // search walks at most QUEUED_WALK queued jobs; past them it shows only what lies above the last
   // one it looked at, so that nothing older comes before a match it has not reached yet.
   const left = f.limit - recent.length;
-  const states: ('final' | 'queued' | 'running')[] =
-    f.state === undefined ? ['final', 'queued', 'running'] : [FINAL_STATES.includes(f.state) ? 'final' : (f.state as 'queued' | 'running')];
+  const states: ('final' | 'waiting' | 'queued' | 'running')[] =
+    f.state === undefined
+      ? ['final', 'waiting', 'queued', 'running']
+      : [FINAL_STATES.includes(f.state) ? 'final' : (f.state as 'waiting' | 'queued' | 'running')];
   const walk = searchesContent(f) && states.includes('queued') ? await queuedWalk(db, floor) : null;
   const stop = walk?.stop ?? null;
   const parts = states.map((which) =>
@@ -106,7 +108,7 @@ async function newest(db: Executor, f: JobSearchFilter, window: { from: string }
 /**
  * Below `floor` (and at or above `stop`, when set): final jobs, found through job_search by type,
  * group, worker (migration 0017) or content (migration 0013) — the failed, dropped and cancelled
- * ones by type through their own index on job (migration 0009) — or the queued or the running ones,
+ * ones by type through their own index on job (migration 0009) — or the waiting, queued or running ones,
  * walked through their own partial indexes (one state at a time: with `state IN (queued, running)`
  * the planner may read the whole table).
  */
@@ -116,7 +118,7 @@ async function older(
   floor: string,
   stop: string | null,
   limit: number,
-  which: 'final' | 'queued' | 'running',
+  which: 'final' | 'waiting' | 'queued' | 'running',
 ): Promise<JobRow[]> {
   const below = (id: string) => {
     const q = filtered(db, f)

@@ -10,6 +10,8 @@ export const withinGrace = (alias: string, now: Date) =>
   sql`(${sql.ref(`${alias}.deadline`)} IS NULL OR ${sql.ref(`${alias}.deadline`)} + ${graceSql(alias)} >= ${now}::timestamptz)`;
 export const iso = (expr: RawBuilder<unknown>) => sql`to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 export const OPEN = sql`('queued', 'running')`;
+/** What cancel acts on: the open jobs and those waiting for dependencies. */
+export const CANCELLABLE = sql`('waiting', 'queued', 'running')`;
 export const JOBS_CHANNEL = sql.lit(CHANNELS.jobs);
 
 /**

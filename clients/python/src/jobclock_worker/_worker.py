@@ -203,6 +203,12 @@ class JobContext:
         """The state an earlier attempt of this one-shot job saved (``job["checkpoint"]``), or None."""
         return self.job.get("checkpoint")
 
+    @property
+    def dependencies(self) -> list:
+        """The jobs this one ran after, each ``{"id", "type", "state", "result"}`` (``job["dependencies"]``;
+        empty for a job without dependencies): the merge step reads the page results here."""
+        return self.job.get("dependencies") or []
+
     def progress(self, obj: Any) -> None:
         """Record progress (any JSON); sent with the next heartbeat and shown on the job."""
         json.dumps(obj)

@@ -171,7 +171,7 @@ export interface paths {
         };
         /**
          * Why a job is not running
-         * @description Codes: scheduled, retry-backoff, type-paused, group-paused, type-at-concurrency, group-at-concurrency, type-rate-limited, group-rate-limited, waiting-for-worker (runnable; detail says how many runnable jobs come before it), running, final.
+         * @description Codes: scheduled, retry-backoff, type-paused, group-paused, type-at-concurrency, group-at-concurrency, type-rate-limited, group-rate-limited, waiting-for-worker (runnable; detail says how many runnable jobs come before it), running, final, waiting-for-dependencies (detail names the jobs it runs after that have not ended).
          */
         get: operations["explainJob"];
         put?: never;
@@ -216,6 +216,26 @@ export interface paths {
          * @description Repeating it with the same token is harmless (200); a stale or wrong token is 409.
          */
         post: operations["reportJobFinished"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/jobs/{id}/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The jobs a job runs after and the jobs that run after it
+         * @description Each with its type, state and finishedAt; at most 100 of each, `more` says how many were left out.
+         */
+        get: operations["getJobGraph"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -741,7 +761,7 @@ export interface components {
                 /** @description Case-insensitive text searched in args, subject and error. */
                 q?: string;
                 /** @enum {string} */
-                state?: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+                state?: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
                 /** @example mail.send */
                 type?: string;
                 /** @example worker-7 */
@@ -789,6 +809,14 @@ export interface components {
          */
         CreateJobInput: {
             /**
+             * @description Jobs that must end before this one runs: job ids, or in POST /jobs/batch the `ref` of another body of the batch. Until they have all finished the job is `waiting`.
+             * @example [
+             *       "render-page-1",
+             *       "render-page-2"
+             *     ]
+             */
+            after?: string[];
+            /**
              * @description Any JSON, handed to the worker.
              * @example {
              *       "to": "ada@example.com"
@@ -816,10 +844,20 @@ export interface components {
              */
             maxAttempts?: number;
             /**
+             * @description When a job it runs after ends failed, dropped or cancelled: `cancel` (default; the job is cancelled, reason dependency-failed) or `run` (it runs once all have ended).
+             * @enum {string}
+             */
+            onDependencyFailure?: "cancel" | "run";
+            /**
              * @description Higher runs first.
              * @example 0
              */
             priority?: number;
+            /**
+             * @description In POST /jobs/batch: a name, unique in the batch, by which other bodies of the batch name this one in `after`.
+             * @example render-page-1
+             */
+            ref?: string;
             /**
              * Format: date-time
              * @description Not leased before this time; default now.
@@ -1040,10 +1078,20 @@ export interface components {
          *       "updatedAt": "2026-11-20T08:59:59.120Z",
          *       "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
          *       "checkpoint": null,
-         *       "startBy": null
+         *       "startBy": null,
+         *       "after": [],
+         *       "onDependencyFailure": "cancel"
          *     }
          */
         Job: {
+            /**
+             * @description The jobs it runs after (ids); empty for a job without dependencies.
+             * @example [
+             *       "1040",
+             *       "1041"
+             *     ]
+             */
+            after: string[];
             /**
              * @description Any JSON, handed to the worker.
              * @example {
@@ -1073,6 +1121,11 @@ export interface components {
             id: string;
             leaseExpiresAt: string | null;
             maxAttempts: number;
+            /**
+             * @description What it does when a job it runs after ends failed, dropped or cancelled: `cancel` (the default) or `run` anyway.
+             * @enum {string}
+             */
+            onDependencyFailure: "cancel" | "run";
             periodicTaskId: string | null;
             priority: number;
             /** @description The latest progress a heartbeat reported. */
@@ -1090,7 +1143,7 @@ export interface components {
             startBy: string | null;
             startedAt: string | null;
             /** @enum {string} */
-            state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
             subject: string | null;
             submitter: string | null;
             /**
@@ -1141,13 +1194,60 @@ export interface components {
             id: string;
             reasons: {
                 /** @enum {string} */
-                code: "scheduled" | "retry-backoff" | "type-paused" | "group-paused" | "type-at-concurrency" | "group-at-concurrency" | "type-rate-limited" | "group-rate-limited" | "waiting-for-worker" | "running" | "final";
+                code: "scheduled" | "retry-backoff" | "type-paused" | "group-paused" | "type-at-concurrency" | "group-at-concurrency" | "type-rate-limited" | "group-rate-limited" | "waiting-for-worker" | "running" | "final" | "waiting-for-dependencies";
                 detail: string;
             }[];
             /** @description true: nothing holds it back; it waits for a worker */
             runnable: boolean;
             /** @enum {string} */
-            state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+        };
+        /**
+         * @example {
+         *       "id": "1042",
+         *       "state": "waiting",
+         *       "dependencies": [
+         *         {
+         *           "id": "1040",
+         *           "type": "pdf.render",
+         *           "state": "finished",
+         *           "finishedAt": "2026-11-20T09:00:01.000Z"
+         *         }
+         *       ],
+         *       "dependents": [
+         *         {
+         *           "id": "1043",
+         *           "type": "mail.send",
+         *           "state": "waiting",
+         *           "finishedAt": null
+         *         }
+         *       ],
+         *       "more": {
+         *         "dependencies": 0,
+         *         "dependents": 0
+         *       }
+         *     }
+         */
+        JobGraph: {
+            /** @description The jobs it runs after, in the order of its `after` (deleted ones left out). */
+            dependencies: components["schemas"]["JobGraphNode"][];
+            /** @description The jobs that run after it, oldest first. */
+            dependents: components["schemas"]["JobGraphNode"][];
+            id: string;
+            /** @description How many of each were left out of the lists. */
+            more: {
+                dependencies: number;
+                dependents: number;
+            };
+            /** @enum {string} */
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+        };
+        JobGraphNode: {
+            finishedAt: string | null;
+            id: string;
+            /** @enum {string} */
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+            type: string;
         };
         JobGroup: {
             concurrency: number | null;
@@ -1319,11 +1419,21 @@ export interface components {
          *       "traceparent": null,
          *       "checkpoint": null,
          *       "startBy": null,
+         *       "after": [],
+         *       "onDependencyFailure": "cancel",
          *       "leaseToken": "3f1c2b9e-8d4a-4c6b-9a51-2b7e0c1d5f00",
          *       "taskState": null
          *     }
          */
         LeasedJob: {
+            /**
+             * @description The jobs it runs after (ids); empty for a job without dependencies.
+             * @example [
+             *       "1040",
+             *       "1041"
+             *     ]
+             */
+            after: string[];
             /**
              * @description Any JSON, handed to the worker.
              * @example {
@@ -1341,6 +1451,15 @@ export interface components {
              */
             createdAt: string;
             deadline: string | null;
+            /** @description Only for a job with `after`: how each job it runs after ended, with its result. */
+            dependencies?: {
+                id: string;
+                /** @description What the dependency reported when it finished. */
+                result: unknown;
+                /** @enum {string} */
+                state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+                type: string;
+            }[];
             /** @description The latest error: reported by the worker, or recorded by jobclock (kind lease_expired, timebox, dropped). */
             error: unknown;
             finishedAt: string | null;
@@ -1355,6 +1474,11 @@ export interface components {
             /** @description Carry it in every heartbeat and report of this lease. */
             leaseToken: string;
             maxAttempts: number;
+            /**
+             * @description What it does when a job it runs after ends failed, dropped or cancelled: `cancel` (the default) or `run` anyway.
+             * @enum {string}
+             */
+            onDependencyFailure: "cancel" | "run";
             periodicTaskId: string | null;
             priority: number;
             /** @description The latest progress a heartbeat reported. */
@@ -1372,7 +1496,7 @@ export interface components {
             startBy: string | null;
             startedAt: string | null;
             /** @enum {string} */
-            state: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+            state: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
             subject: string | null;
             submitter: string | null;
             /** @description For a job of a periodic task: the state its last run saved (null otherwise). */
@@ -2486,7 +2610,7 @@ export interface operations {
                 periodicTaskId?: string;
                 /** @description Case-insensitive text searched in args, subject and error. */
                 q?: string;
-                state?: "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
+                state?: "waiting" | "queued" | "running" | "finished" | "failed" | "dropped" | "cancelled";
                 type?: string;
                 worker?: string;
             };
@@ -3258,6 +3382,91 @@ export interface operations {
             };
             /** @description Default Response */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getJobGraph: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobGraph"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
