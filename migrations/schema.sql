@@ -312,6 +312,30 @@ AS $function$
 DECLARE
   new_id bigint;
 BEGIN
+  IF r.debounce_key IS NULL THEN
+    RETURN public.jobclock_insert_undebounced_job_row(r);
+  END IF;
+  -- one statement: a new job, or the queued holder of the key takes the args and the later runAt
+  INSERT INTO public.job AS x (type, group_, args, subject, submitter, priority, run_at, max_attempts, debounce_key, debounce_until, timebox,
+                            traceparent, start_by, created_at, updated_at)
+  VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.debounce_key, r.debounce_until,
+          r.timebox, r.traceparent, r.start_by, now(), now())
+  ON CONFLICT (debounce_key) WHERE state = 'queued' AND debounce_until IS NOT NULL
+  DO UPDATE SET args = EXCLUDED.args, run_at = least(EXCLUDED.run_at, x.debounce_until), updated_at = EXCLUDED.updated_at
+  RETURNING id INTO new_id;
+  RETURN new_id;
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_insert_job_row(r job) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION public.jobclock_insert_undebounced_job_row(r job)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+DECLARE
+  new_id bigint;
+BEGIN
   IF r.unique_key IS NULL THEN
     INSERT INTO public.job (type, group_, args, subject, submitter, priority, run_at, max_attempts, timebox, traceparent, start_by, created_at, updated_at)
     VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.timebox, r.traceparent, r.start_by, now(), now())
@@ -338,9 +362,67 @@ BEGIN
     USING ERRCODE = 'serialization_failure';
 END;
 $function$;
-REVOKE ALL ON FUNCTION public.jobclock_insert_job_row(r job) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobclock_insert_undebounced_job_row(r job) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.jobclock_job_row(j jsonb, fn text, at text)
+ RETURNS job
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+DECLARE
+  r public.job;
+  k text;
+  v jsonb;
+  debounce_ms bigint;
+  max_ms bigint;
+BEGIN
+  IF j IS NULL OR jsonb_typeof(j) <> 'object' THEN
+    RETURN public.jobclock_job_row_deadlined(j, fn, at); -- raises, saying what a job looks like
+  END IF;
+  v := j - ARRAY['type', 'args', 'group', 'priority', 'runAt', 'maxAttempts', 'uniqueKey', 'timebox', 'subject', 'submitter', 'traceparent',
+                 'startBy', 'debounce', 'debounceMax'];
+  IF v <> '{}'::jsonb THEN
+    SELECT min(key) INTO k FROM jsonb_object_keys(v) AS key;
+    RAISE EXCEPTION '%: % is not a field of a job; the fields are type, args, group, priority, runAt, maxAttempts, uniqueKey, timebox, subject, submitter, traceparent, startBy, debounce, debounceMax', fn, at || k
+      USING ERRCODE = 'invalid_parameter_value', COLUMN = k;
+  END IF;
+  r := public.jobclock_job_row_deadlined(j - ARRAY['debounce', 'debounceMax'], fn, at);
+  IF coalesce(jsonb_typeof(j -> 'debounceMax'), 'null') <> 'null' AND coalesce(jsonb_typeof(j -> 'debounce'), 'null') = 'null' THEN
+    RAISE EXCEPTION '%: %debounceMax needs a debounce', fn, at USING ERRCODE = 'invalid_parameter_value', COLUMN = 'debounceMax';
+  END IF;
+  IF coalesce(jsonb_typeof(j -> 'debounce'), 'null') = 'null' THEN
+    RETURN r;
+  END IF;
+  BEGIN
+    debounce_ms := public.jobclock_duration_ms(j -> 'debounce', at || 'debounce');
+    max_ms := coalesce(public.jobclock_duration_ms(j -> 'debounceMax', at || 'debounceMax'), 10 * debounce_ms);
+  EXCEPTION WHEN invalid_parameter_value THEN
+    GET STACKED DIAGNOSTICS k = MESSAGE_TEXT;
+    RAISE EXCEPTION '%: %', fn, k
+      USING ERRCODE = 'invalid_parameter_value', COLUMN = CASE WHEN k LIKE at || 'debounceMax%' THEN 'debounceMax' ELSE 'debounce' END;
+  END;
+  IF r.unique_key IS NULL THEN
+    RAISE EXCEPTION '%: %debounce needs a uniqueKey: the submissions that share it make one job', fn, at
+      USING ERRCODE = 'invalid_parameter_value', COLUMN = 'debounce';
+  END IF;
+  IF j ? 'runAt' THEN
+    RAISE EXCEPTION '%: %runAt cannot be given with debounce, which sets it (now + debounce)', fn, at
+      USING ERRCODE = 'invalid_parameter_value', COLUMN = 'runAt';
+  END IF;
+  IF max_ms < debounce_ms THEN
+    RAISE EXCEPTION '%: %debounceMax must be at least debounce', fn, at USING ERRCODE = 'invalid_parameter_value', COLUMN = 'debounceMax';
+  END IF;
+  r.debounce_key := r.unique_key;
+  r.unique_key := NULL;
+  r.run_at := now() + debounce_ms * interval '1 millisecond';
+  r.debounce_until := now() + max_ms * interval '1 millisecond';
+  RETURN r;
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_job_row(j jsonb, fn text, at text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION public.jobclock_job_row_deadlined(j jsonb, fn text, at text)
  RETURNS job
  LANGUAGE plpgsql
  STABLE
@@ -392,7 +474,7 @@ BEGIN
   RETURN r;
 END;
 $function$;
-REVOKE ALL ON FUNCTION public.jobclock_job_row(j jsonb, fn text, at text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.jobclock_job_row_deadlined(j jsonb, fn text, at text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.jobclock_job_row_fields(j jsonb, fn text, at text)
  RETURNS job
@@ -874,6 +956,12 @@ $function$;
 
 -- Tables
 
+CREATE TABLE flow_default (
+  kind text NOT NULL,
+  concurrency integer,
+  updated_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE flow_policy (
   kind text NOT NULL,
   name text NOT NULL,
@@ -934,6 +1022,8 @@ CREATE TABLE job (
   checkpoint jsonb,
   start_by timestamp with time zone,
   watched boolean DEFAULT false NOT NULL,
+  debounce_key text,
+  debounce_until timestamp with time zone,
   after_ids bigint[],
   deps_pending integer,
   dependency_failure_runs boolean DEFAULT false NOT NULL,
@@ -1041,6 +1131,15 @@ CREATE TABLE periodic_task (
   overdue_announced_at timestamp with time zone
 );
 
+CREATE TABLE push_type (
+  type text NOT NULL,
+  url text NOT NULL,
+  secret text NOT NULL,
+  timeout_ms bigint NOT NULL,
+  created_at timestamp with time zone NOT NULL,
+  updated_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE webhook (
   id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
   url text NOT NULL,
@@ -1079,6 +1178,9 @@ CREATE TABLE job_search_p2000000 PARTITION OF job_search FOR VALUES FROM ('20000
 
 -- Constraints
 
+ALTER TABLE ONLY flow_default ADD CONSTRAINT flow_default_pkey PRIMARY KEY (kind);
+ALTER TABLE ONLY flow_default ADD CONSTRAINT flow_default_concurrency_check CHECK ((concurrency >= 1));
+ALTER TABLE ONLY flow_default ADD CONSTRAINT flow_default_kind_check CHECK ((kind = 'group'::text));
 ALTER TABLE ONLY flow_policy ADD CONSTRAINT flow_policy_pkey PRIMARY KEY (kind, name);
 ALTER TABLE ONLY flow_policy ADD CONSTRAINT flow_policy_check CHECK (((rate_limit IS NULL) = (rate_window_ms IS NULL)));
 ALTER TABLE ONLY flow_policy ADD CONSTRAINT flow_policy_concurrency_check CHECK ((concurrency >= 1));
@@ -1091,6 +1193,7 @@ ALTER TABLE ONLY flow_token ADD CONSTRAINT flow_token_pkey PRIMARY KEY (kind, na
 ALTER TABLE ONLY job ADD CONSTRAINT job_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY job ADD CONSTRAINT job_attempts_check CHECK ((attempts >= 0));
 ALTER TABLE ONLY job ADD CONSTRAINT job_check CHECK (((state <> 'running'::text) OR (lease_token IS NOT NULL)));
+ALTER TABLE ONLY job ADD CONSTRAINT job_debounce_key_check CHECK (((length(debounce_key) >= 1) AND (length(debounce_key) <= 200)));
 ALTER TABLE ONLY job ADD CONSTRAINT job_group__check CHECK (((length(group_) >= 1) AND (length(group_) <= 200)));
 ALTER TABLE ONLY job ADD CONSTRAINT job_lease_duration_check CHECK ((lease_duration > 0));
 ALTER TABLE ONLY job ADD CONSTRAINT job_max_attempts_check CHECK ((max_attempts >= 1));
@@ -1134,6 +1237,9 @@ ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_owner_check CHECK ((
 ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_task_check CHECK (((length(task) >= 1) AND (length(task) <= 200)));
 ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_timebox_check CHECK ((timebox > 0));
 ALTER TABLE ONLY periodic_task ADD CONSTRAINT periodic_task_tolerance_check CHECK ((tolerance >= 0));
+ALTER TABLE ONLY push_type ADD CONSTRAINT push_type_pkey PRIMARY KEY (type);
+ALTER TABLE ONLY push_type ADD CONSTRAINT push_type_timeout_ms_check CHECK (((timeout_ms >= 1) AND (timeout_ms <= 900000)));
+ALTER TABLE ONLY push_type ADD CONSTRAINT push_type_url_check CHECK ((url ~* '^https?://'::text));
 ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_events_check CHECK (((cardinality(events) > 0) AND (events <@ ARRAY['job.finished'::text, 'job.failed'::text, 'job.dropped'::text, 'job.cancelled'::text, 'task.failing'::text, 'task.overdue'::text, 'task.recovered'::text])));
 ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_url_check CHECK ((url ~* '^https?://'::text));
@@ -1143,12 +1249,15 @@ ALTER TABLE ONLY webhook_delivery ADD CONSTRAINT webhook_delivery_status_check C
 
 -- Indexes
 
+CREATE INDEX flow_slot_default_free_idx ON public.flow_slot USING btree (released_at) WHERE ((kind = 'default-group'::text) AND (job_id IS NULL));
+CREATE INDEX flow_slot_default_held_idx ON public.flow_slot USING btree (name) WHERE ((kind = 'default-group'::text) AND (job_id IS NOT NULL));
 CREATE INDEX flow_slot_free_idx ON public.flow_slot USING btree (kind, name, n) WHERE (job_id IS NULL);
 CREATE INDEX flow_slot_job_idx ON public.flow_slot USING btree (job_id) WHERE (job_id IS NOT NULL);
 CREATE INDEX flow_token_free_idx ON public.flow_token USING btree (kind, name, used_at NULLS FIRST, n);
 CREATE INDEX job_attention_idx ON public.job USING btree (state, id) WHERE (state = ANY (ARRAY['failed'::text, 'dropped'::text, 'cancelled'::text]));
 CREATE INDEX job_attention_type_idx ON public.job USING btree (type, state, id) WHERE (state = ANY (ARRAY['failed'::text, 'dropped'::text, 'cancelled'::text]));
 CREATE INDEX job_deadline_idx ON public.job USING btree (deadline) WHERE ((state = 'running'::text) AND (deadline IS NOT NULL));
+CREATE UNIQUE INDEX job_debounce_key_idx ON public.job USING btree (debounce_key) WHERE ((state = 'queued'::text) AND (debounce_until IS NOT NULL));
 CREATE INDEX job_fair_idx ON public.job USING btree (priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
 CREATE INDEX job_fair_type_idx ON public.job USING btree (type, priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
 CREATE INDEX job_finished_idx ON public.job USING btree (finished_at) WHERE (state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]));
