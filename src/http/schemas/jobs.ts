@@ -4,11 +4,10 @@
  * saying so.
  */
 import { z } from 'zod';
-import { body, INT32_MAX, MAX_NAME, name, Priority, Timestamp, TimestampOut } from './common.js';
+import { body, INT32_MAX, MAX_NAME, name, Priority, Timestamp } from './common.js';
 import { formatDuration, MAX_DURATION_MS } from '../../domain/duration.js';
 import { durationString } from './duration.js';
 import { debounceFields, debounceIssues } from './job-debounce.js';
-import type { JobEvent } from '../../domain/job-history.js';
 import { JOB_STATES, type Job, MAX_AFTER, MAX_BATCH, MAX_UNIQUE_FOR_MS } from '../../domain/job.js';
 
 export { durationString } from './duration.js';
