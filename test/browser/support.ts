@@ -46,10 +46,7 @@ export async function open(page: Page, base: string, hash: string): Promise<void
   }
   // A render started before the hash changed (say, after an action) may finish first: wait for the
   // render of this page, not any render.
-  await page.waitForFunction(
-    (h) => document.body.dataset.ready === 'true' && document.body.dataset.rendered === h,
-    hash === '' ? '' : hash,
-  );
+  await page.waitForFunction(`document.body.dataset.ready === 'true' && document.body.dataset.rendered === ${JSON.stringify(hash)}`);
 }
 
 /** Waits for the page to render again after an action. */
