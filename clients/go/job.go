@@ -19,7 +19,9 @@ type Job struct {
 	MaxAttempts    int             `json:"maxAttempts"`
 	PeriodicTaskID *string         `json:"periodicTaskId"`
 	// TaskState is what the previous run of the job's periodic task saved (null for one-shot jobs).
-	TaskState      json.RawMessage `json:"taskState"`
+	TaskState json.RawMessage `json:"taskState"`
+	// Checkpoint is what an earlier attempt of this one-shot job saved with SaveState (null if none).
+	Checkpoint     json.RawMessage `json:"checkpoint"`
 	LeaseToken     string          `json:"leaseToken"`
 	LeaseExpiresAt *time.Time      `json:"leaseExpiresAt"`
 	Deadline       *time.Time      `json:"deadline"`
@@ -35,6 +37,15 @@ func (j *Job) Decode(v any) error {
 		return json.Unmarshal([]byte("null"), v)
 	}
 	return json.Unmarshal(j.Args, v)
+}
+
+// DecodeCheckpoint unmarshals what an earlier attempt of this one-shot job saved into v; false when
+// there was none.
+func (j *Job) DecodeCheckpoint(v any) (bool, error) {
+	if len(j.Checkpoint) == 0 || string(j.Checkpoint) == "null" {
+		return false, nil
+	}
+	return true, json.Unmarshal(j.Checkpoint, v)
 }
 
 // DecodeTaskState unmarshals the state the task's previous run saved into v; false when there was none.
