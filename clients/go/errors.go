@@ -58,6 +58,26 @@ func (e *FinalError) Error() string { return "final: " + e.Err.Error() }
 
 func (e *FinalError) Unwrap() error { return e.Err }
 
+// SnoozeError gives the job back without counting the attempt ("not now, try in 10 minutes"):
+// POST /jobs/{id}/release with retryIn After, and the state saved with SaveState as the job's
+// checkpoint. Make one with Snooze.
+type SnoozeError struct {
+	After time.Duration
+	Err   error
+}
+
+// Snooze returns an error a handler returns to have its job run again after d, the attempt not counted.
+func Snooze(d time.Duration, err error) error {
+	if err == nil {
+		err = errors.New("snoozed")
+	}
+	return &SnoozeError{After: d, Err: err}
+}
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("snooze for %s: %v", e.After, e.Err) }
+
+func (e *SnoozeError) Unwrap() error { return e.Err }
+
 // HTTPError is an answer the worker cannot fix by retrying (400, 401, 403, ...).
 type HTTPError struct {
 	Status int

@@ -23,12 +23,14 @@ type Job struct {
 	// After lists the jobs this one ran after (empty for a job without dependencies).
 	After []string `json:"after"`
 	// Dependencies says how each job of After ended, with its result (nil without dependencies).
-	Dependencies   []Dependency `json:"dependencies"`
-	LeaseToken     string       `json:"leaseToken"`
-	LeaseExpiresAt *time.Time   `json:"leaseExpiresAt"`
-	Deadline       *time.Time   `json:"deadline"`
-	StartedAt      *time.Time   `json:"startedAt"`
-	CreatedAt      *time.Time   `json:"createdAt"`
+	Dependencies []Dependency `json:"dependencies"`
+	// Checkpoint is what an earlier attempt of this one-shot job saved with SaveState (null if none).
+	Checkpoint     json.RawMessage `json:"checkpoint"`
+	LeaseToken     string          `json:"leaseToken"`
+	LeaseExpiresAt *time.Time      `json:"leaseExpiresAt"`
+	Deadline       *time.Time      `json:"deadline"`
+	StartedAt      *time.Time      `json:"startedAt"`
+	CreatedAt      *time.Time      `json:"createdAt"`
 
 	run *running
 }
@@ -48,6 +50,15 @@ func (j *Job) Decode(v any) error {
 		return json.Unmarshal([]byte("null"), v)
 	}
 	return json.Unmarshal(j.Args, v)
+}
+
+// DecodeCheckpoint unmarshals what an earlier attempt of this one-shot job saved into v; false when
+// there was none.
+func (j *Job) DecodeCheckpoint(v any) (bool, error) {
+	if len(j.Checkpoint) == 0 || string(j.Checkpoint) == "null" {
+		return false, nil
+	}
+	return true, json.Unmarshal(j.Checkpoint, v)
 }
 
 // DecodeTaskState unmarshals the state the task's previous run saved into v; false when there was none.

@@ -321,7 +321,7 @@ func (w *Worker) shutdown(leaseDone chan struct{}) {
 	}
 	for _, job := range stragglers {
 		w.releases.Add(1)
-		go func(job *Job) { defer w.releases.Done(); w.release(job) }(job)
+		go func(job *Job) { defer w.releases.Done(); w.release(job, nil) }(job)
 	}
 	w.releases.Wait()
 }
@@ -469,7 +469,7 @@ func (w *Worker) launch(rs []*running) {
 	for _, r := range rs {
 		if r.ctx == nil { // leased while stopping: given back at once
 			w.releases.Add(1)
-			go func(job *Job) { defer w.releases.Done(); w.release(job) }(r.job)
+			go func(job *Job) { defer w.releases.Done(); w.release(job, nil) }(r.job)
 			continue
 		}
 		go w.runHandler(r.ctx, r)
@@ -488,6 +488,7 @@ func (w *Worker) runHandler(ctx context.Context, r *running) {
 		reason = ErrDeadline
 	}
 	giveBack := false
+	var back map[string]any // a Snooze's retryIn and state, sent with the give-back
 	if err == nil {
 		if res, ok := value.(Result); ok {
 			value, state = res.Value, nil
@@ -521,6 +522,7 @@ func (w *Worker) runHandler(ctx context.Context, r *running) {
 		rep.Error = errorJSON(err, reason)
 		var later *RetryLaterError
 		var final *FinalError
+		var snooze *SnoozeError
 		if errors.As(err, &later) {
 			rep.RetryIn = durationMs(later.After)
 		}
@@ -529,6 +531,14 @@ func (w *Worker) runHandler(ctx context.Context, r *running) {
 		}
 		// a handler that gave up because the worker stops: its job goes back, the attempt not counted
 		giveBack = reason == ErrWorkerStopping && (errors.Is(err, context.Canceled) || errors.Is(err, ErrWorkerStopping))
+		if errors.As(err, &snooze) {
+			// not now: given back to run again after After, the attempt not counted, with the state
+			giveBack = true
+			back = map[string]any{"retryIn": durationMs(snooze.After)}
+			if state != nil {
+				back["state"] = state
+			}
+		}
 	}
 	rep.State = state
 
@@ -556,7 +566,7 @@ func (w *Worker) runHandler(ctx context.Context, r *running) {
 	w.signal()
 	w.mu.Unlock()
 	if giveBack && !settled {
-		w.release(job)
+		w.release(job, back)
 		w.releases.Done()
 	}
 }
@@ -694,13 +704,18 @@ func (w *Worker) beat(r *running) error {
 // ---------------------------------------------------------------------------------------------
 // give-backs
 
-// release gives a leased job back (POST /jobs/{id}/release): queued again at once, the attempt
-// not counted. After 5 failed tries its lease expires on its own and it runs again then.
-func (w *Worker) release(job *Job) {
+// release gives a leased job back (POST /jobs/{id}/release): queued again at once (or after the
+// retryIn in extra, a Snooze), the attempt not counted. After 5 failed tries its lease expires on
+// its own and it runs again then.
+func (w *Worker) release(job *Job, extra map[string]any) {
 	path := "/jobs/" + url.PathEscape(job.ID) + "/release"
+	body := map[string]any{"leaseToken": job.LeaseToken}
+	for k, v := range extra {
+		body[k] = v
+	}
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), w.opts.RequestTimeout)
-		status, payload, err := w.post(ctx, path, map[string]any{"leaseToken": job.LeaseToken}, nil)
+		status, payload, err := w.post(ctx, path, body, nil)
 		cancel()
 		if err == nil {
 			if status == 200 {

@@ -28,6 +28,7 @@ type fakeJobclock struct {
 	reports     map[string][]map[string]any
 	beats       map[string]int
 	released    []string
+	releasedAs  map[string]map[string]any // id -> the give-back's body
 	tokens      int
 	leaseCalls  int
 	reportCalls int
@@ -194,6 +195,10 @@ func (f *fakeJobclock) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		delete(f.leased, id)
 		f.released = append(f.released, id)
+		if f.releasedAs == nil {
+			f.releasedAs = map[string]map[string]any{}
+		}
+		f.releasedAs[id] = body
 		reply(200, map[string]any{})
 	default:
 		reply(404, nil)
@@ -557,5 +562,36 @@ func TestJobsLeasedWithAReportAnsweredAfterTheStopBeganAreGivenBack(t *testing.T
 	defer f.mu.Unlock()
 	if len(f.leased) != 0 {
 		t.Fatalf("%d jobs still leased after Run returned", len(f.leased))
+	}
+}
+
+func TestSnoozeGivesTheJobBackWithRetryInAndState(t *testing.T) {
+	f := newFake(t)
+	id := f.add(1)[0]
+	w := New(Options{URL: f.srv.URL, Wait: time.Second, Logf: quiet})
+	w.Handle("t", func(_ context.Context, job *Job) (any, error) {
+		if ok, err := job.DecodeCheckpoint(&struct{}{}); ok || err != nil {
+			return nil, fmt.Errorf("a first attempt has no checkpoint: %v %v", ok, err)
+		}
+		if err := job.SaveState(map[string]any{"page": 3}); err != nil {
+			return nil, err
+		}
+		return nil, Snooze(10*time.Minute, errors.New("the upstream asked for 10 minutes"))
+	})
+	stop := start(t, w)
+	until(t, "the give-back", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.releasedAs[id] != nil
+	})
+	stop()
+	f.mu.Lock()
+	body := f.releasedAs[id]
+	f.mu.Unlock()
+	if fmt.Sprint(body["retryIn"]) != "600000ms" || fmt.Sprint(body["state"]) != "map[page:3]" {
+		t.Fatalf("gave back with %v, want retryIn 600000ms and state {page: 3}", body)
+	}
+	if got := f.reported(id); len(got) != 0 {
+		t.Fatalf("a snoozed job was also reported: %v", got)
 	}
 }

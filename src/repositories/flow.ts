@@ -161,6 +161,7 @@ export async function flowFactsOf(db: Executor, type: string, group: string, now
     free_tokens: number;
     next_token_at: Date | null;
   }>`
+    SELECT * FROM (
     SELECT p.kind, p.name, p.paused, p.concurrency, p.rate_limit, p.rate_window_ms,
            (SELECT count(*) FROM flow_slot s WHERE s.kind = p.kind AND s.name = p.name AND s.job_id IS NOT NULL)::int AS running,
            (SELECT count(*) FROM flow_slot s WHERE s.kind = p.kind AND s.name = p.name AND s.n <= p.concurrency AND s.job_id IS NULL)::int AS free_slots,
@@ -170,7 +171,15 @@ export async function flowFactsOf(db: Executor, type: string, group: string, now
              WHERE t.kind = p.kind AND t.name = p.name AND t.n <= p.rate_limit) AS next_token_at
       FROM flow_policy p
      WHERE (p.kind = 'type' AND p.name = ${type}) OR (p.kind = 'group' AND p.name = ${group})
-     ORDER BY p.kind DESC`.execute(db.kysely);
+    UNION ALL
+    -- a group without a policy of its own under /groups-default: its permits are made on demand
+    SELECT 'group', ${group}, false, d.concurrency, NULL, NULL, h.n, greatest(d.concurrency - h.n, 0), 0, NULL
+      FROM flow_default d,
+           LATERAL (SELECT count(*)::int AS n FROM flow_slot s WHERE s.kind = 'default-group' AND s.name = ${group} AND s.job_id IS NOT NULL) h
+     WHERE d.kind = 'group' AND d.concurrency IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM flow_policy p WHERE p.kind = 'group' AND p.name = ${group})
+    ) x
+    ORDER BY x.kind DESC`.execute(db.kysely);
   return rows.map((r) => ({
     kind: r.kind,
     name: r.name,

@@ -66,6 +66,9 @@ describe('GET|PATCH /groups-default', () => {
     expect(byGroup('g')).toEqual([g[0]!.id, g[1]!.id]);
     expect(byGroup('vip')).toHaveLength(3);
     expect((await a.get('/groups-default')).body).toEqual({ concurrency: 2, groupsRunning: 1, permits: 2 });
+    const waiting = (await a.get(`/jobs/${g[2]!.id}/explain`)).body;
+    expect(waiting).toMatchObject({ runnable: false, reasons: [{ code: 'group-at-concurrency' }] });
+    expect(waiting.reasons[0].detail).toContain('2 of 2 running');
     // one ends: the group's next job in order may begin, on any instance
     const first = leased.find((j) => j.id === g[0]!.id)!;
     await instances[1]!.post(`/jobs/${first.id}/finished`, { leaseToken: first.leaseToken });

@@ -9,18 +9,27 @@
  */
 import { type RawBuilder, sql } from 'kysely';
 
-/** `group_default`: the default concurrency (no row: none); `default_full`: groups with every permit held. */
+/**
+ * `group_default`: the default concurrency (no row: none). `default_held`: the permits held now, read
+ * once (one scan of the partial index of held permits: as many rows as such jobs running), as
+ * `held` {group: [n, …]} for the look-ups below; `default_full`: the groups with every permit held,
+ * left out of the lanes. Nothing else reads flow_slot by group: a plan made while the table was
+ * empty (prepared statements keep theirs) would scan it whole once per candidate.
+ */
 export const DEFAULT_GROUP_BLOCKED = sql`
     group_default AS MATERIALIZED (
       SELECT d.concurrency FROM flow_default d WHERE d.kind = 'group' AND d.concurrency IS NOT NULL
     ),
-    default_full AS MATERIALIZED (
-      SELECT coalesce(array_agg(h.name), '{}') AS groups FROM (
-        SELECT s.name FROM flow_slot s
+    default_held AS MATERIALIZED (
+      SELECT coalesce(jsonb_object_agg(h.name, h.ns), '{}') AS held,
+             coalesce(array_agg(h.name) FILTER (WHERE cardinality(h.ns) >= (SELECT g.concurrency FROM group_default g)), '{}') AS full_groups
+      FROM (
+        SELECT s.name, array_agg(s.n) AS ns FROM flow_slot s
         WHERE s.kind = 'default-group' AND s.job_id IS NOT NULL AND EXISTS (SELECT 1 FROM group_default)
-        GROUP BY s.name HAVING count(*) >= (SELECT g.concurrency FROM group_default g)
+        GROUP BY s.name
       ) h
-    )`;
+    ),
+    default_full AS MATERIALIZED (SELECT h.full_groups AS groups FROM default_held h)`;
 
 const undeclared = (group: RawBuilder<unknown>) =>
   sql`NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = ${group})`;
@@ -50,10 +59,9 @@ export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
     -- its turn. A range of job_fair_idx per candidate.
     default_heads AS MATERIALIZED (
       SELECT d.*,
-             -- the group's permits free in this statement's snapshot (a probe of the primary key each)
+             -- the group's permits free in this statement's snapshot
              (SELECT array_agg(x.n ORDER BY x.n) FROM generate_series(1, (SELECT g.concurrency FROM group_default g)) x(n)
-               WHERE NOT EXISTS (SELECT 1 FROM flow_slot s WHERE s.kind = 'default-group' AND s.name = d.group_ AND s.n = x.n
-                                   AND s.job_id IS NOT NULL)) AS ns
+               WHERE NOT coalesce((SELECT h.held -> d.group_ FROM default_held h), '[]'::jsonb) @> to_jsonb(x.n)) AS ns
       FROM default_needs d
       WHERE (SELECT count(*) FROM (
                SELECT 1 FROM job j

@@ -595,22 +595,9 @@ class Worker:
                 report["state"] = state
             json.dumps(report)
         except Snooze as e:
-            fields: Dict[str, Any] = {"retryIn": e.retry_in}
-            saved = ctx._saved_state()
-            if saved is not _SENTINEL:
-                fields["state"] = saved
+            # not a report: the lease is given back with retryIn (and the state, below)
+            report = {"outcome": "snoozed", "retryIn": e.retry_in}
             self.log.info("job %s (%s) snoozes for %s: %s", ctx.id, job.get("type"), e.retry_in, e.message)
-            with self._cond:
-                if ctx.abandoned:
-                    return
-                self._running -= 1
-                if ctx.lost:
-                    self._active.pop(ctx.id, None)
-                    self._cond.notify_all()
-                    return
-                ctx.release_fields = fields
-                self._queue_release(ctx)
-            return
         except RetryLater as e:
             report = {"outcome": "failed", "error": {"message": e.message, "type": "RetryLater"}, "retryIn": e.retry_in}
             self.log.info("job %s (%s) asks to be retried in %s: %s", ctx.id, job.get("type"), e.retry_in, e.message)
@@ -622,7 +609,7 @@ class Worker:
         except Exception as e:
             report = {"outcome": "failed", "error": {"message": str(e) or type(e).__name__, "type": type(e).__name__}}
             self.log.warning("job %s (%s) failed: %s: %s", ctx.id, job.get("type"), type(e).__name__, e)
-        if report["outcome"] == "failed":
+        if report["outcome"] != "finished":
             state = ctx._saved_state()
             if state is not _SENTINEL:
                 report["state"] = state
@@ -635,7 +622,11 @@ class Worker:
                 self._active.pop(ctx.id, None)
                 self._cond.notify_all()
                 return
-            self._queue_report(ctx, report)
+            if report["outcome"] == "snoozed":
+                ctx.release_fields = {k: v for k, v in report.items() if k != "outcome"}
+                self._queue_release(ctx)
+            else:
+                self._queue_report(ctx, report)
 
     # ------------------------------------------------------------------ heartbeats
 
