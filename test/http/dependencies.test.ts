@@ -246,3 +246,23 @@ describe('GET /jobs/{id}/graph', () => {
     expect((await api.get('/jobs/999999/graph')).status).toBe(404);
   });
 });
+
+describe('a job created after one that ends at the same moment', () => {
+  it('is never left waiting: the creation and the report meet on the dependency row', { timeout: 60_000 }, async () => {
+    const created: string[] = [];
+    for (let round = 0; round < 40; round++) {
+      const deps = await batch(Array.from({ length: 5 }, () => ({ type: 'race' })));
+      const leased = await api.lease({ worker: 'w', types: ['race'], limit: 5 });
+      const [res] = await Promise.all([
+        api.post('/jobs/batch', { jobs: deps.map((d) => ({ type: 'race-after', after: [d.id] })) }),
+        api.post('/jobs/reports', { reports: leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })) }),
+      ]);
+      expect(res.status).toBe(201);
+      created.push(...res.body.jobs.map((j: Job) => j.id));
+    }
+    const { rows } = await tdb.db.pool.query(`SELECT state, count(*)::int AS n FROM job WHERE id = ANY ($1::bigint[]) GROUP BY 1`, [
+      created,
+    ]);
+    expect(rows).toEqual([{ state: 'queued', n: 200 }]);
+  });
+});
