@@ -125,6 +125,27 @@ describe('failures', () => {
     expect((await get(b!.id)).state).toBe('queued');
   });
 
+  it('a dependency retried after it failed is waited for again', async () => {
+    const [a, b, r] = await batch([
+      { type: 'ra', ref: 'a', maxAttempts: 1 },
+      { type: 'rb', ref: 'b' },
+      { type: 'rr', after: ['a', 'b'], onDependencyFailure: 'run' },
+    ]);
+    await fail((await api.lease({ worker: 'w', types: ['ra'] }))[0]!);
+    expect((await api.post(`/jobs/${a!.id}/retry`)).status).toBe(200);
+    await finish((await api.lease({ worker: 'w', types: ['rb'] }))[0]!);
+    // a is queued again: r waits for it, although its other dependency finished and a had ended once
+    expect((await get(r!.id)).state).toBe('waiting');
+    const again = (await api.lease({ worker: 'w', types: ['ra'] }))[0]!;
+    expect(again.id).toBe(a!.id);
+    await finish(again, 'second time');
+    const [lr] = await api.lease({ worker: 'w', types: ['rr'] });
+    expect(lr!.dependencies.map((d: Job) => [d.id, d.state])).toEqual([
+      [a!.id, 'finished'],
+      [b!.id, 'finished'],
+    ]);
+  });
+
   it('cancelling a waiting job cancels its dependents', async () => {
     const [, b, c] = await batch([
       { type: 'x', ref: 'a' },
