@@ -287,3 +287,21 @@ describe('a job created after one that ends at the same moment', () => {
     expect(rows).toEqual([{ state: 'queued', n: 200 }]);
   });
 });
+
+describe('counts and filters', () => {
+  it('counts waiting jobs per type and group, and lists them by state', async () => {
+    await batch([
+      { type: 'ct', ref: 'a', group: 'g1' },
+      { type: 'ct-after', after: ['a'], group: 'g1' },
+      { type: 'ct-after', after: ['a'], group: 'g2' },
+    ]);
+    expect((await api.get('/types/ct-after')).body.counts).toEqual({ queued: 0, scheduled: 0, running: 0, waiting: 2 });
+    expect((await api.get('/groups/g1')).body.counts).toEqual({ queued: 1, scheduled: 0, running: 0, waiting: 1 });
+    const listed = (await api.get('/types')).body.items.map((t: Job) => t.type);
+    expect(listed).toContain('ct-after');
+    const waiting = (await api.get('/jobs?state=waiting')).body.items;
+    expect(waiting.map((j: Job) => j.type)).toEqual(['ct-after', 'ct-after']);
+    const metrics = (await api.get('/metrics')).text;
+    expect(metrics).toMatch(/jobclock_jobs\{type="ct-after",state="waiting"\} 2/);
+  });
+});

@@ -1200,6 +1200,8 @@ export interface components {
                 running: number;
                 /** @description Queued with runAt in the future */
                 scheduled: number;
+                /** @description Waiting for the jobs they run after (`after`) */
+                waiting: number;
             };
             group: string;
             /** @description runAt of the oldest runnable queued job, or null */
@@ -1225,6 +1227,8 @@ export interface components {
                 running: number;
                 /** @description Queued with runAt in the future */
                 scheduled: number;
+                /** @description Waiting for the jobs they run after (`after`) */
+                waiting: number;
             };
             /** @description On GET and PATCH /types/{type}: the defaults for new jobs, or null. */
             defaults?: components["schemas"]["JobTypeDefaultsView"] | null;
