@@ -53,9 +53,17 @@ export interface OpenDependency {
   state: JobState;
 }
 
+/** Dependencies an explanation names; the rest are counted. */
+const NAMED_DEPENDENCIES = 20;
+
 /** A waiting job: which of its dependencies have not ended (`open`, as many as the caller read). */
 export function explainWaiting(job: Job, open: readonly OpenDependency[]): Explanation {
-  const named = open.map((d) => `${d.id} (${d.type}, ${d.state})`).join(', ');
+  const rest = open.length - NAMED_DEPENDENCIES;
+  const named =
+    open
+      .slice(0, NAMED_DEPENDENCIES)
+      .map((d) => `${d.id} (${d.type}, ${d.state})`)
+      .join(', ') + (rest > 0 ? ` and ${rest} more` : '');
   const more = job.after.length > 0 && open.length === 0 ? ' none: it is queued at once' : '';
   return {
     runnable: false,

@@ -15,7 +15,7 @@ export interface FlowKeyView {
   concurrency: number | null;
   /** `<n>/<duration>`, or null. */
   rate: string | null;
-  counts: { queued: number; scheduled: number; running: number };
+  counts: { queued: number; scheduled: number; running: number; waiting: number };
   oldestQueuedAt: Date | null;
   /** For one type (GET/PATCH /types/{type}): its defaults for new jobs, or null. */
   defaults?: TypeDefaults | null;
@@ -28,7 +28,7 @@ const view = (k: FlowKeyRow): FlowKeyView => ({
   paused: k.paused,
   concurrency: k.concurrency,
   rate: k.rate === null ? null : `${k.rate.limit}/${formatDuration(k.rate.windowMs)}`,
-  counts: { queued: k.queued, scheduled: k.scheduled, running: k.running },
+  counts: { queued: k.queued, scheduled: k.scheduled, running: k.running, waiting: k.waiting },
   oldestQueuedAt: k.oldestQueuedAt,
 });
 
@@ -65,7 +65,9 @@ export class FlowService {
   /** One type or group; one with neither open jobs nor a policy is shown with zero counts and no policy. */
   async get(kind: FlowKind, name: string): Promise<FlowKeyView> {
     const [row] = await flowKeys(this.ctx.db, kind, this.ctx.clock.now(), { name, limit: 1 });
-    return view(row ?? { name, paused: false, concurrency: null, rate: null, queued: 0, scheduled: 0, running: 0, oldestQueuedAt: null });
+    return view(
+      row ?? { name, paused: false, concurrency: null, rate: null, queued: 0, scheduled: 0, running: 0, waiting: 0, oldestQueuedAt: null },
+    );
   }
 
   /** A type with its defaults for new jobs. */

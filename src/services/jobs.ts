@@ -171,7 +171,8 @@ export class JobService {
 
   /**
    * Creates jobs that run after others (see domain/dependencies.ts), all or nothing, in one
-   * transaction: the existing dependencies are locked and read, the jobs inserted, then linked.
+   * transaction: the existing dependencies are marked and read under lock, ids are drawn for the
+   * new jobs, and the jobs are inserted in the states they start in, with the graph's edges.
    * `path(i)` names body i in a 400.
    */
   private async createGraph(inputs: readonly NewJob[], path: (i: number) => string): Promise<Job[]> {

@@ -350,6 +350,22 @@ describe.skipIf(goTool.skip)('the Go worker (clients/go)', () => {
     expect(ranFor).toBeLessThan(1_000 + 1_000); // inside the grace (10% of the timebox, at least 1 s)
   });
 
+  it("hands a merge step its pages' results in job.Dependencies", async () => {
+    const d = startDriver('graph');
+    const { body } = await call('POST', '/jobs/batch', {
+      jobs: [
+        ...[1, 2, 3].map((p) => ({ type: 'go.page', ref: `p${p}`, args: { page: p } })),
+        { type: 'go.merge', after: ['p2', 'p3', 'p1'] },
+      ],
+    });
+    const merged = await until('the merge', async () => {
+      const j = await job(body.jobs[3].id);
+      return j.state === 'finished' && j;
+    });
+    await stopDriver(d);
+    expect(merged.result).toEqual({ urls: ['finished s3://pdf/2', 'finished s3://pdf/3', 'finished s3://pdf/1'] });
+  });
+
   it('hands state saved by one run of a periodic task to the next as taskState', async () => {
     const d = startDriver('periodic');
     expect((await call('POST', '/periodic-tasks', { id: 'go-state', task: 'go.periodic', schedule: 'every 1h' })).status).toBe(201);

@@ -418,6 +418,22 @@ describe.skipIf(pythonTool.skip)('the Python worker (the jobclock_worker package
     expect(history.map((e) => e.kind)).toEqual(['created', 'leased', 'requeued']);
     expect(history[2]).toMatchObject({ attempt: 1, detail: { error: { message: 'the upstream is busy' } } });
   });
+  it("hands a merge step its pages' results through ctx.dependencies", async () => {
+    const d = startDriver('graph');
+    const { body } = await call('POST', '/jobs/batch', {
+      jobs: [
+        ...[1, 2, 3].map((p) => ({ type: 'py.page', ref: `p${p}`, args: { page: p } })),
+        { type: 'py.merge', after: ['p3', 'p1', 'p2'] },
+      ],
+    });
+    const merged = await until('the merge', async () => {
+      const j = await job(body.jobs[3].id);
+      return j.state === 'finished' && j;
+    });
+    await stopDriver(d);
+    expect(merged.result).toEqual({ urls: ['s3://pdf/3', 's3://pdf/1', 's3://pdf/2'] });
+  });
+
   it('reports a final failure: failed for good, or a plain failure on a server without final', async () => {
     const d = startDriver('retry');
     const { body: created } = await call('POST', '/jobs', { type: 'py.final', maxAttempts: 3 });

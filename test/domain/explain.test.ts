@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { explainJob, type PolicyFacts } from '../../src/domain/explain.js';
+import { explainJob, explainWaiting, type PolicyFacts } from '../../src/domain/explain.js';
 import type { Job } from '../../src/domain/job.js';
 
 const NOW = new Date('2026-11-20T09:00:00.000Z');
@@ -158,4 +158,23 @@ describe('explainJob: why a job is not running', () => {
       if (c.detail) expect(e.reasons[0]!.detail).toMatch(c.detail);
     });
   }
+});
+
+describe('explainWaiting', () => {
+  it('names the dependencies that have not ended, twenty at most, and what a failure does', () => {
+    const open = Array.from({ length: 25 }, (_, i) => ({ id: String(100 + i), type: 'page', state: 'queued' as const }));
+    const e = explainWaiting(job({ state: 'waiting', after: open.map((d) => d.id).concat('99') }), open);
+    expect(e.runnable).toBe(false);
+    expect(e.reasons).toHaveLength(1);
+    expect(e.reasons[0]!.code).toBe('waiting-for-dependencies');
+    expect(e.reasons[0]!.detail).toMatch(/^It runs after 26 jobs; not ended yet: 100 \(page, queued\), 101 /);
+    expect(e.reasons[0]!.detail).toContain('119 (page, queued) and 5 more.');
+    expect(e.reasons[0]!.detail).toContain('cancelled if one of them ends failed');
+    const run = explainWaiting(job({ state: 'waiting', after: ['1'], onDependencyFailure: 'run' }), [
+      { id: '1', type: 't', state: 'running' },
+    ]);
+    expect(run.reasons[0]!.detail).toBe(
+      'It runs after 1 job; not ended yet: 1 (t, running). It runs once all of them have ended, however they end.',
+    );
+  });
 });

@@ -125,6 +125,27 @@ describe('failures', () => {
     expect((await get(b!.id)).state).toBe('queued');
   });
 
+  it('a dependency retried after it failed is waited for again', async () => {
+    const [a, b, r] = await batch([
+      { type: 'ra', ref: 'a', maxAttempts: 1 },
+      { type: 'rb', ref: 'b' },
+      { type: 'rr', after: ['a', 'b'], onDependencyFailure: 'run' },
+    ]);
+    await fail((await api.lease({ worker: 'w', types: ['ra'] }))[0]!);
+    expect((await api.post(`/jobs/${a!.id}/retry`)).status).toBe(200);
+    await finish((await api.lease({ worker: 'w', types: ['rb'] }))[0]!);
+    // a is queued again: r waits for it, although its other dependency finished and a had ended once
+    expect((await get(r!.id)).state).toBe('waiting');
+    const again = (await api.lease({ worker: 'w', types: ['ra'] }))[0]!;
+    expect(again.id).toBe(a!.id);
+    await finish(again, 'second time');
+    const [lr] = await api.lease({ worker: 'w', types: ['rr'] });
+    expect(lr!.dependencies.map((d: Job) => [d.id, d.state])).toEqual([
+      [a!.id, 'finished'],
+      [b!.id, 'finished'],
+    ]);
+  });
+
   it('cancelling a waiting job cancels its dependents', async () => {
     const [, b, c] = await batch([
       { type: 'x', ref: 'a' },
@@ -244,5 +265,43 @@ describe('GET /jobs/{id}/graph', () => {
     });
     expect((await api.get(`/jobs/${a!.id}/graph`)).body).toMatchObject({ dependencies: [], dependents: [{ id: c!.id }] });
     expect((await api.get('/jobs/999999/graph')).status).toBe(404);
+  });
+});
+
+describe('a job created after one that ends at the same moment', () => {
+  it('is never left waiting: the creation and the report meet on the dependency row', { timeout: 60_000 }, async () => {
+    const created: string[] = [];
+    for (let round = 0; round < 40; round++) {
+      const deps = await batch(Array.from({ length: 5 }, () => ({ type: 'race' })));
+      const leased = await api.lease({ worker: 'w', types: ['race'], limit: 5 });
+      const [res] = await Promise.all([
+        api.post('/jobs/batch', { jobs: deps.map((d) => ({ type: 'race-after', after: [d.id] })) }),
+        api.post('/jobs/reports', { reports: leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' })) }),
+      ]);
+      expect(res.status).toBe(201);
+      created.push(...res.body.jobs.map((j: Job) => j.id));
+    }
+    const { rows } = await tdb.db.pool.query(`SELECT state, count(*)::int AS n FROM job WHERE id = ANY ($1::bigint[]) GROUP BY 1`, [
+      created,
+    ]);
+    expect(rows).toEqual([{ state: 'queued', n: 200 }]);
+  });
+});
+
+describe('counts and filters', () => {
+  it('counts waiting jobs per type and group, and lists them by state', async () => {
+    await batch([
+      { type: 'ct', ref: 'a', group: 'g1' },
+      { type: 'ct-after', after: ['a'], group: 'g1' },
+      { type: 'ct-after', after: ['a'], group: 'g2' },
+    ]);
+    expect((await api.get('/types/ct-after')).body.counts).toEqual({ queued: 0, scheduled: 0, running: 0, waiting: 2 });
+    expect((await api.get('/groups/g1')).body.counts).toEqual({ queued: 1, scheduled: 0, running: 0, waiting: 1 });
+    const listed = (await api.get('/types')).body.items.map((t: Job) => t.type);
+    expect(listed).toContain('ct-after');
+    const waiting = (await api.get('/jobs?state=waiting')).body.items;
+    expect(waiting.map((j: Job) => j.type)).toEqual(['ct-after', 'ct-after']);
+    const metrics = (await api.get('/metrics')).text;
+    expect(metrics).toMatch(/jobclock_jobs\{type="ct-after",state="waiting"\} 2/);
   });
 });

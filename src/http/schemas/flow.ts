@@ -99,6 +99,7 @@ const counts = z.object({
   queued: z.number().int().meta({ description: 'Queued and runnable now' }),
   scheduled: z.number().int().meta({ description: 'Queued with runAt in the future' }),
   running: z.number().int(),
+  waiting: z.number().int().meta({ description: 'Waiting for the jobs they run after (`after`)' }),
 });
 
 const common = {

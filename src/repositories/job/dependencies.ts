@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import type { DependencyOutcome, Job, JobState } from '../../domain/job.js';
+import { compiledOnce } from './compile.js';
 import { INSERT_COLUMNS, insertRecords } from './insert-many.js';
 import { insertedJob, type JobInsertRow } from './insert.js';
 
@@ -91,11 +92,19 @@ export async function jobInsertGraph(db: Executor, jobs: readonly GraphJobRow[],
   });
 }
 
-/** How the given jobs stand, for the leases of the jobs that run after them. */
+/**
+ * How the given jobs stand, for the leases of the jobs that run after them (a prepared statement:
+ * it runs beside every lease of a job with dependencies).
+ */
 export async function jobDependencyOutcomes(db: Executor, ids: readonly string[]): Promise<Map<string, DependencyOutcome>> {
   if (ids.length === 0) return new Map();
-  const { rows } = await sql<{ id: string; type: string; state: JobState; result: unknown }>`
-    SELECT id::text AS id, type, state, result FROM job WHERE id = ANY (${ids}::bigint[])`.execute(db.kysely);
+  const rows = await compiledOnce(
+    db,
+    'dependency-outcomes',
+    { ids },
+    (v) => sql<{ id: string; type: string; state: JobState; result: unknown }>`
+    SELECT id::text AS id, type, state, result FROM job WHERE id = ANY (${v.ids}::bigint[])`,
+  );
   return new Map(rows.map((r) => [r.id, { id: r.id, type: r.type, state: r.state, result: r.result ?? null }]));
 }
 

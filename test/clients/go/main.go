@@ -112,6 +112,26 @@ func main() {
 			return map[string]any{"slept": args.Seconds}, nil
 		}},
 		"cancel": {"go.cancel": cancellable, "go.deadline": cancellable},
+		"graph": {
+			"go.page": func(ctx context.Context, job *jobclock.Job) (any, error) {
+				var args struct{ Page int }
+				_ = job.Decode(&args)
+				emit("ran", map[string]any{"id": job.ID})
+				return map[string]any{"url": fmt.Sprintf("s3://pdf/%d", args.Page)}, nil
+			},
+			"go.merge": func(ctx context.Context, job *jobclock.Job) (any, error) {
+				emit("ran", map[string]any{"id": job.ID, "after": job.After})
+				urls := []string{}
+				for _, d := range job.Dependencies {
+					var r struct{ URL string }
+					if err := json.Unmarshal(d.Result, &r); err != nil {
+						return nil, err
+					}
+					urls = append(urls, d.State+" "+r.URL)
+				}
+				return map[string]any{"urls": urls}, nil
+			},
+		},
 		"periodic": {"go.periodic": func(ctx context.Context, job *jobclock.Job) (any, error) {
 			var before *struct {
 				Runs int `json:"runs"`

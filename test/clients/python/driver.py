@@ -94,6 +94,16 @@ def deep(job, ctx):
     return result
 
 
+def page(job, ctx):
+    emit("ran", id=job["id"])
+    return {"url": f"s3://pdf/{job['args']['page']}"}
+
+
+def merge(job, ctx):
+    emit("ran", id=job["id"], dependencies=ctx.dependencies)
+    return {"urls": [d["result"]["url"] for d in ctx.dependencies]}
+
+
 def limited(job, ctx):
     emit("ran", id=job["id"])
     time.sleep(0.01)
@@ -107,6 +117,7 @@ handlers = {
     "periodic": {"py.periodic": periodic},
     "stop": {"py.quick": quick, "py.stubborn": stubborn},
     "retry": {"py.busy": busy, "py.deep": deep, "py.count": count, "py.final": final, "py.sleepy": sleepy},
+    "graph": {"py.page": page, "py.merge": merge},
 }[scenario]
 worker_id = f"py-{scenario}-{os.getpid()}"
 lease = {"long": "1s", "cancel": "3s"}.get(scenario, "30s")

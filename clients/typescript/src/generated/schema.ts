@@ -1257,6 +1257,8 @@ export interface components {
                 running: number;
                 /** @description Queued with runAt in the future */
                 scheduled: number;
+                /** @description Waiting for the jobs they run after (`after`) */
+                waiting: number;
             };
             group: string;
             /** @description runAt of the oldest runnable queued job, or null */
@@ -1282,6 +1284,8 @@ export interface components {
                 running: number;
                 /** @description Queued with runAt in the future */
                 scheduled: number;
+                /** @description Waiting for the jobs they run after (`after`) */
+                waiting: number;
             };
             /** @description The defaults for new jobs of the type (PATCH /types/{type} defaults), or null. */
             defaults?: components["schemas"]["JobTypeDefaultsView"] | null;
