@@ -194,6 +194,14 @@ export class DeliveryEngine extends LoopService {
     // while workers are busy, attempts begin within the budget; otherwise as fast as room allows
     const budgeted = this.options.busy?.() === true;
     const nowMs = now.getTime();
+    if (budgeted && free > 0) {
+      // within the budget, claims (and the records they carry) wait for half a burst: not a
+      // transaction for every report's notification that wakes the loop
+      const batch = Math.min(free, Math.max(1, Math.floor(this.budget.burst / 2)));
+      if (this.budget.available(nowMs) < batch) {
+        return Math.max(1, Math.min(this.budget.msUntil(batch, nowMs), this.nextOverdueLook - nowMs));
+      }
+    }
     const room = budgeted ? Math.max(0, Math.min(free, this.budget.available(nowMs))) : free;
     let claimed = 0;
     if (room > 0 || this.ended.length > 0) {

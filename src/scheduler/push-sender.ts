@@ -142,7 +142,9 @@ export class PushSender {
   private async run(t: TypeLoop): Promise<void> {
     const signal = t.abort.signal;
     while (!signal.aborted) {
-      if (t.inFlight >= this.cap) {
+      // leases are made for half the room at least: one per ended request would be a claim
+      // statement per job
+      if (t.inFlight > this.cap / 2) {
         await new Promise<void>((resolve) => (t.roomFreed = resolve));
         t.roomFreed = null;
         continue;

@@ -180,6 +180,18 @@ describe('pushing jobs', () => {
     expect(await job(id)).toMatchObject({ state: 'finished', result: null });
   });
 
+  it('gives the leases back when the engine stops with pushes in flight', async () => {
+    await setPush('stopping', { url: receiver.url });
+    const { id } = await api.create({ type: 'stopping', args: { status: 200, delayMs: 5_000 } });
+    const engine = startEngine(api.stack);
+    await receiver.received(1);
+    const stopping = Date.now();
+    await engine.stop();
+    expect(Date.now() - stopping).toBeLessThan(1_000);
+    // cut short: queued again at once, the attempt not counted
+    expect(await job(id)).toMatchObject({ state: 'queued', attempts: 0, worker: null });
+  });
+
   it('leases nothing of a paused type, and pushes once it is resumed', async () => {
     await setPush('paused', { url: receiver.url }, { paused: true });
     const { id } = await api.create({ type: 'paused', args: { status: 200 } });

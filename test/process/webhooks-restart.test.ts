@@ -1,62 +1,19 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freePort } from '../../src/db/embedded.js';
+import { beforeAll, expect, it } from 'vitest';
 import { startReceiver } from '../http/webhooks-support.js';
-import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import type { TestDatabase } from '../support/db.js';
+import { call, useJobclockProcesses } from './support.js';
 
 /**
  * Webhooks across a crash, with the real process: a receiver is down while 1,000 jobs finish,
  * jobclock is SIGKILLed while it delivers and started again, and every event still arrives at
  * least once. Real time is the subject here (retries after backoff, a claim's hold running out).
  */
-const root = path.resolve(import.meta.dirname, '../..');
+const processes = useJobclockProcesses();
 let tdb: TestDatabase;
-const children: ChildProcess[] = [];
-
-beforeAll(async () => {
-  await promisify(execFile)(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: root,
-  });
-  tdb = await createTestDatabase(2);
-}, 180_000);
-
-afterAll(async () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  await tdb?.destroy();
+const start = () => processes.start();
+beforeAll(() => {
+  tdb = processes.tdb();
 });
-
-async function start(): Promise<{ child: ChildProcess; base: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [path.join(root, 'dist/src/main.js')], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', PORT: String(port), DATABASE_URL: tdb.url, LOG_LEVEL: 'warn', JOBCLOCK_SCHEDULER: 'off' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  children.push(child);
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error('jobclock exited early');
-    const ok = await fetch(`${base}/readyz`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-    if (ok) return { child, base };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('jobclock not ready within 30 s');
-}
-
-const call = async (base: string, method: string, url: string, body?: unknown): Promise<any> => {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? null : JSON.stringify(body),
-  });
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
-  return res.status === 204 ? null : res.json();
-};
 
 async function counts(): Promise<{ delivered: number; pending: number }> {
   const { rows } = await tdb.db.pool.query(
