@@ -18,7 +18,7 @@ export type PushOutcome =
   | { kind: 'finished'; result: unknown }
   | { kind: 'running' }
   | { kind: 'release'; retryInMs: number }
-  | { kind: 'failed'; final: boolean; error: PushError };
+  | { kind: 'failed'; final: boolean; error: PushError; retryInMs?: number };
 
 export interface PushError {
   message: string;
@@ -28,9 +28,10 @@ export interface PushError {
 
 /**
  * The meaning of an answer: 2xx finishes (a JSON body is the result; 202 leaves the job running for
- * the endpoint to report), 429 or 503 with Retry-After gives the lease back for that long (not an
- * attempt used up), any other 4xx fails for good, anything else (5xx, 3xx, 429/503 without
- * Retry-After, timeout, connection error) fails with the usual retries.
+ * the endpoint to report), 429 or 503 with Retry-After fails with that retryIn (the attempt counts, as
+ * for a worker reporting failed with retryIn: with none left the job fails for good), any other 4xx
+ * fails for good, anything else (5xx, 3xx, 429/503 without Retry-After, timeout, connection error)
+ * fails with the usual retries.
  */
 export function pushOutcome(
   a: { statusCode: number | null; retryAfter: string | undefined; body: string | null; truncated: boolean; error: string | null },
@@ -42,7 +43,7 @@ export function pushOutcome(
   const error: PushError = { message: a.error ?? `HTTP ${code}`, statusCode: code };
   if (code === 429 || code === 503) {
     const wait = retryAfterMs(a.retryAfter, now);
-    if (wait !== null) return { kind: 'release', retryInMs: wait };
+    if (wait !== null) return { kind: 'failed', final: false, error, retryInMs: wait };
   }
   const final = code !== null && code >= 400 && code < 500 && code !== 429;
   return { kind: 'failed', final, error };

@@ -214,7 +214,8 @@ export class PushSender {
     let acted: PushOutcome['kind'] | null = outcome.kind;
     try {
       if (outcome.kind === 'finished') await w.report({ ...lease, outcome: 'finished', result: outcome.result });
-      else if (outcome.kind === 'failed') await w.report({ ...lease, outcome: 'failed', error: outcome.error, final: outcome.final });
+      else if (outcome.kind === 'failed')
+        await w.report({ ...lease, outcome: 'failed', error: outcome.error, final: outcome.final, retryInMs: outcome.retryInMs });
       else if (outcome.kind === 'release') await w.release(job.id, { leaseToken: job.leaseToken, retryInMs: outcome.retryInMs });
     } catch (err) {
       acted = null;

@@ -20,9 +20,9 @@ describe('pushOutcome', () => {
     expect(answer(202, { body: '{"a":1}' })).toEqual({ kind: 'running' });
   });
 
-  it('gives the lease back on 429 and 503 with Retry-After; without, they fail with retries', () => {
-    expect(answer(429, { retryAfter: '30' })).toEqual({ kind: 'release', retryInMs: 30_000 });
-    expect(answer(503, { retryAfter: 'Fri, 20 Nov 2026 00:01:00 GMT' })).toEqual({ kind: 'release', retryInMs: 60_000 });
+  it('fails with that retryIn on 429 and 503 with Retry-After; without, they fail with the backoff', () => {
+    expect(answer(429, { retryAfter: '30' })).toMatchObject({ kind: 'failed', final: false, retryInMs: 30_000 });
+    expect(answer(503, { retryAfter: 'Fri, 20 Nov 2026 00:01:00 GMT' })).toMatchObject({ kind: 'failed', final: false, retryInMs: 60_000 });
     expect(answer(429, { error: 'HTTP 429' })).toMatchObject({ kind: 'failed', final: false });
     expect(answer(503, { retryAfter: 'soon', error: 'HTTP 503' })).toMatchObject({ kind: 'failed', final: false });
   });

@@ -132,12 +132,12 @@ describe('pushing jobs', () => {
     expect(ok).toMatchObject({ state: 'finished', result: { thumb: 'x.png' }, worker: 'push:test-instance' });
     expect(await job(ids.get('text')!)).toMatchObject({ state: 'finished', result: null });
     expect(await job(ids.get('accepted')!)).toMatchObject({ state: 'running', attempts: 1 });
-    // 429/503 with Retry-After: the lease is given back for that long; the attempt does not count
+    // 429/503 with Retry-After: failed with that retryIn, the attempt counted (API.md)
     const busy = await job(ids.get('busy')!);
-    expect(busy).toMatchObject({ state: 'queued', attempts: 0 });
+    expect(busy).toMatchObject({ state: 'queued', attempts: 1, error: { statusCode: 429 } });
     expect(Date.parse(busy.runAt) - Date.now()).toBeGreaterThan(100_000);
     const unavailable = await job(ids.get('unavailable')!);
-    expect(unavailable).toMatchObject({ state: 'queued', attempts: 0 });
+    expect(unavailable).toMatchObject({ state: 'queued', attempts: 1, error: { statusCode: 503 } });
     expect(Math.abs(Date.parse(unavailable.runAt) - inAnHour.getTime())).toBeLessThan(1_000);
     // 503 without Retry-After, 5xx, a redirect, a timeout: failed, retried while attempts remain
     for (const name of ['unavailable-no-retry-after', 'broken', 'redirect', 'slow']) {
