@@ -145,7 +145,11 @@ export async function jobReport(
       -- keeping the first per job and token leaves one row that can match. The others are answered
       -- below, as repeats of it or as stale
       FROM (SELECT DISTINCT ON (id, token) * FROM input ORDER BY id, token, ord) i
-      WHERE j.id = i.id AND j.lease_token = i.token AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', v.now)}
+      -- the ids also as an array: the jobs are then found by primary key whatever the planner
+      -- believes of the table's size (a generic plan made before its first ANALYZE chose a
+      -- sequential scan and a hash join over it)
+      WHERE j.id = ANY (ARRAY(SELECT id FROM input)) AND j.id = i.id AND j.lease_token = i.token
+        AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', v.now)}
       RETURNING ${returning}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord,
                 i.outcome AS used_outcome, i.final AS used_final
     ),
