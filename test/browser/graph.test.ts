@@ -3,7 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { TestStack } from '../support/app.js';
 import { useTestStack } from '../support/fixture.js';
-import { CHROMIUM_TOOL, launch, open, screenshot } from './support.js';
+import { callApi, CHROMIUM_TOOL, launch, open, screenshot } from './support.js';
 
 let stack: TestStack;
 useTestStack({}, (f) => ({ stack } = f));
@@ -12,16 +12,7 @@ let base = '';
 let browser: Browser;
 let page: Page;
 
-async function call(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(base + path, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${text}`);
-  return text ? JSON.parse(text) : null;
-}
+const call = (method: string, path: string, body?: unknown): Promise<any> => callApi(base, method, path, body);
 
 describe.skipIf(CHROMIUM_TOOL.skip)('the console, a job in a graph', () => {
   let ids: string[] = [];
