@@ -15,10 +15,16 @@ export async function jobEarliestFutureRunAt(db: Executor, now: Date): Promise<D
       (SELECT min(t.used_at + p.rate_window_ms * interval '1 millisecond')
          FROM flow_policy p JOIN flow_token t ON t.kind = p.kind AND t.name = p.name AND t.n <= p.rate_limit
         WHERE p.rate_limit IS NOT NULL AND t.used_at + p.rate_window_ms * interval '1 millisecond' > ${now}::timestamptz),
-      -- the default rate of undeclared groups (migration 0027): the oldest token still in its window
-      (SELECT min(t.used_at) + d.rate_window_ms * interval '1 millisecond'
-         FROM flow_default d JOIN flow_token t ON t.kind = 'default-group' AND t.n <= d.rate_limit
-                                              AND t.used_at > ${now}::timestamptz - d.rate_window_ms * interval '1 millisecond'
+      -- the default rate of undeclared groups (migration 0027): of the groups that used every
+      -- token in the window, the oldest token (a group with a token left wakes nobody when one frees)
+      (SELECT min(x.first_used) + d.rate_window_ms * interval '1 millisecond'
+         FROM flow_default d
+         CROSS JOIN LATERAL (
+           SELECT min(t.used_at) AS first_used FROM flow_token t
+           WHERE t.kind = 'default-group' AND t.n <= d.rate_limit
+             AND t.used_at > ${now}::timestamptz - d.rate_window_ms * interval '1 millisecond'
+           GROUP BY t.name
+           HAVING count(*) >= d.rate_limit) x
         WHERE d.kind = 'group' AND d.rate_limit IS NOT NULL
         GROUP BY d.rate_window_ms)
     ) AS at`.execute(db.kysely);
