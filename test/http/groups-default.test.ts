@@ -228,6 +228,18 @@ describe('PATCH /groups-default {rate}', () => {
     }
   });
 
+  it('wakes a long-poll when a token of a group out of them leaves its window', async () => {
+    await a.patch('/groups-default', { rate: '1/1s' });
+    await batch(jobsOf('paced', 'g', 2));
+    expect(await a.lease({ worker: 'w', types: ['paced'] })).toHaveLength(1);
+    const t0 = Date.now();
+    // waits for the token on another instance: no notification comes, only the timer
+    const res = await instances[1]!.post('/jobs/next', { worker: 'w', types: ['paced'], wait: '10s' });
+    expect(res.status).toBe(200);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(500);
+    expect(Date.now() - t0).toBeLessThan(2_500);
+  });
+
   it('3 instances and 24 workers never begin more than n jobs of one group in any window, groups side by side', async () => {
     await instances[1]!.patch('/groups-default', { rate: '2/250ms' });
     await instances[2]!.patch('/groups/vip', { concurrency: 24 });
