@@ -8,8 +8,8 @@
  * With a default rate set, such a job also takes a token of its group — a flow_token row of kind
  * 'default-group', made the same way and taken by an upsert that re-checks, on the newest version
  * of the row, that it was last used a whole window ago. A job takes its token first, then its
- * permit: a token taken by a job that a racing lease then denies the permit is spent unused (the
- * rate holds; a permit is never held by a job that does not run).
+ * permit: when a racing lease took the permit first, the token is spent unused (the rate holds; a
+ * permit is never held by a job that does not run).
  * Without a default, every part reads the empty flow_default and touches nothing else.
  */
 import { type RawBuilder, sql } from 'kysely';
@@ -23,9 +23,10 @@ const undeclared = (group: RawBuilder<unknown>) =>
  * index of held permits: as many rows as such jobs running), as `held` {group: [n, …]};
  * `default_used`: the tokens used within the window, read once (a range of the partial index by
  * used_at), as `used` {group: [n, …]}; `default_full`: the groups with every permit held or every
- * token used, left out of the lanes (unless they declared a policy of their own since). Nothing else reads flow_slot or flow_token by group: a plan
- * made while a table was empty (prepared statements keep theirs) would scan it whole once per
- * candidate.
+ * token used, left out of the lanes (unless they declared a policy of their own since). Nothing
+ * else reads flow_slot or flow_token by group: a plan made while a table was empty (prepared
+ * statements keep theirs) would scan it whole once per candidate. The cost of `default_used` grows
+ * with the tokens used in the window (throughput × window): see bench/README.md.
  */
 export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
     group_policy AS MATERIALIZED (
