@@ -184,6 +184,11 @@ export function summarize(
     { key: 'b.groups100k', label: 'the same without the default' },
   ]);
   rate('b.groups100k', '(b) jobclock: README loop over 100,000 groups, no default', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
+  rate('b.rate1000', '(b) jobclock: README loop over 1,000 groups under a default rate (1000/1s) that does not bind', 'jobs/s', [
+    { key: 'b.groups1000', label: 'the same without the default' },
+    { key: 'b.loop', label: 'README loop' },
+  ]);
+  rate('b.groups1000', '(b) jobclock: README loop over 1,000 groups, no default', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.policy', '(b) jobclock: README loop under a concurrency limit (1000) that does not bind', 'jobs/s', [
     { key: 'b.loop', label: 'README loop', min: 0.85 },
   ]);

@@ -959,7 +959,9 @@ $function$;
 CREATE TABLE flow_default (
   kind text NOT NULL,
   concurrency integer,
-  updated_at timestamp with time zone NOT NULL
+  updated_at timestamp with time zone NOT NULL,
+  rate_limit integer,
+  rate_window_ms bigint
 );
 
 CREATE TABLE flow_policy (
@@ -1181,6 +1183,9 @@ CREATE TABLE job_search_p2000000 PARTITION OF job_search FOR VALUES FROM ('20000
 ALTER TABLE ONLY flow_default ADD CONSTRAINT flow_default_pkey PRIMARY KEY (kind);
 ALTER TABLE ONLY flow_default ADD CONSTRAINT flow_default_concurrency_check CHECK ((concurrency >= 1));
 ALTER TABLE ONLY flow_default ADD CONSTRAINT flow_default_kind_check CHECK ((kind = 'group'::text));
+ALTER TABLE ONLY flow_default ADD CONSTRAINT flow_default_rate_limit_check CHECK ((rate_limit >= 1));
+ALTER TABLE ONLY flow_default ADD CONSTRAINT flow_default_rate_pair CHECK (((rate_limit IS NULL) = (rate_window_ms IS NULL)));
+ALTER TABLE ONLY flow_default ADD CONSTRAINT flow_default_rate_window_ms_check CHECK ((rate_window_ms >= 1));
 ALTER TABLE ONLY flow_policy ADD CONSTRAINT flow_policy_pkey PRIMARY KEY (kind, name);
 ALTER TABLE ONLY flow_policy ADD CONSTRAINT flow_policy_check CHECK (((rate_limit IS NULL) = (rate_window_ms IS NULL)));
 ALTER TABLE ONLY flow_policy ADD CONSTRAINT flow_policy_concurrency_check CHECK ((concurrency >= 1));
@@ -1253,6 +1258,7 @@ CREATE INDEX flow_slot_default_free_idx ON public.flow_slot USING btree (release
 CREATE INDEX flow_slot_default_held_idx ON public.flow_slot USING btree (name) WHERE ((kind = 'default-group'::text) AND (job_id IS NOT NULL));
 CREATE INDEX flow_slot_free_idx ON public.flow_slot USING btree (kind, name, n) WHERE (job_id IS NULL);
 CREATE INDEX flow_slot_job_idx ON public.flow_slot USING btree (job_id) WHERE (job_id IS NOT NULL);
+CREATE INDEX flow_token_default_used_idx ON public.flow_token USING btree (used_at) WHERE (kind = 'default-group'::text);
 CREATE INDEX flow_token_free_idx ON public.flow_token USING btree (kind, name, used_at NULLS FIRST, n);
 CREATE INDEX job_attention_idx ON public.job USING btree (state, id) WHERE (state = ANY (ARRAY['failed'::text, 'dropped'::text, 'cancelled'::text]));
 CREATE INDEX job_attention_type_idx ON public.job USING btree (type, state, id) WHERE (state = ANY (ARRAY['failed'::text, 'dropped'::text, 'cancelled'::text]));

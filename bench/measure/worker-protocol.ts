@@ -136,6 +136,8 @@ interface QueueShape {
    * runs began before the run of their group before them ended (must be 0 at concurrency 1).
    */
   groupsDefault?: number;
+  /** PATCH /groups-default with this rate before the loop (beside groupsDefault, if given). */
+  groupsDefaultRate?: string;
   /**
    * The case found from outside (issue 30): a fresh database whose job table was never analyzed
    * (autovacuum off on it, as where analyze is off or has not come yet), on which the instance
@@ -239,10 +241,10 @@ async function setNoopPolicy(base: string, policy: Record<string, unknown>): Pro
   }
 }
 
-async function setGroupsDefault(base: string, concurrency: number): Promise<void> {
+async function setGroupsDefault(base: string, body: { concurrency?: number | undefined; rate?: string | undefined }): Promise<void> {
   const admin = new HttpClient(base, tokenOf('admin'), 1);
   try {
-    const res = await admin.request('PATCH', '/groups-default', { concurrency });
+    const res = await admin.request('PATCH', '/groups-default', body);
     if (res.status !== 200) throw unexpected('PATCH /groups-default', res);
   } finally {
     admin.close();
@@ -438,7 +440,8 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
         if (shape.fresh) await freshWarmThenGrow(ctx, db, base, queue, shape.fresh.analyze);
         else await db.settle();
         if (shape.policy) await setNoopPolicy(base, shape.policy);
-        if (shape.groupsDefault !== undefined) await setGroupsDefault(base, shape.groupsDefault);
+        if (shape.groupsDefault !== undefined || shape.groupsDefaultRate !== undefined)
+          await setGroupsDefault(base, { concurrency: shape.groupsDefault, rate: shape.groupsDefaultRate });
         if (shape.webhooks) hooks = await startHooks(base, shape.webhooks);
         leaser = new HttpClient(base, tokenOf('worker'), leaseLoops);
         reporter = mode === 'per-job' ? new HttpClient(base, tokenOf('worker'), reportSockets) : leaser;
@@ -687,6 +690,19 @@ export const jobclockSeq100k = jobclockProcessing(
   { types: ['noop'], wait: '30s' },
   { groups: 100_000, groupsDefault: 1 },
 );
+/**
+ * The README loop over 1,000 groups under a default rate that does not bind (1,000 a second per
+ * group): every begun job takes a token, every lease reads the tokens of the last second. Against
+ * b.groups1000, the same groups without it.
+ */
+export const jobclockRate1000 = jobclockProcessing(
+  'b.rate1000',
+  'reports',
+  { types: ['noop'], wait: '30s' },
+  { groups: 1_000, groupsDefaultRate: '1000/1s' },
+);
+/** The README loop over 1,000 groups without a default: the reference of b.rate1000. */
+export const jobclockGroups1000 = jobclockProcessing('b.groups1000', 'reports', { types: ['noop'], wait: '30s' }, { groups: 1_000 });
 /** The README loop under a concurrency limit that does not bind (4 workers × 100 < 1000). */
 export const jobclockPolicy = jobclockProcessing(
   'b.policy',

@@ -170,10 +170,12 @@ export interface FlowTokenTable {
   used_at: NullableTimestamp;
 }
 
-/** GET|PATCH /groups-default (migration 0024): the policy of every group without one of its own. */
+/** GET|PATCH /groups-default (migrations 0024, 0027): the policy of every group without one of its own. */
 export interface FlowDefaultTable {
   kind: 'group';
   concurrency: number | null;
+  rate_limit: number | null;
+  rate_window_ms: number | null;
   updated_at: Timestamp;
 }
 

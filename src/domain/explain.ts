@@ -39,6 +39,8 @@ export interface PolicyFacts {
   freeTokens: number;
   /** When the next token frees, if none is free. */
   nextTokenAt: Date | null;
+  /** The default of groups nobody declared (/groups-default), not a policy of the group's own. */
+  groupsDefault?: boolean;
 }
 
 export interface Explanation {
@@ -107,7 +109,7 @@ export function explainJob(job: Job, policies: readonly PolicyFacts[], ahead: { 
     );
   }
   for (const p of policies) {
-    const who = `${p.kind} "${p.name}"`;
+    const who = `${p.kind} "${p.name}"${p.groupsDefault === true ? ' (under /groups-default)' : ''}`;
     if (p.paused)
       reasons.push({
         code: `${p.kind}-paused`,

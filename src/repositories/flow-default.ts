@@ -1,50 +1,103 @@
-/** The policy of every group without one of its own (GET|PATCH /groups-default, migration 0024). */
+/** The policy of every group without one of its own (GET|PATCH /groups-default, migrations 0024, 0027). */
 import { sql } from 'kysely';
 import { CHANNELS } from '../db/notifications.js';
 import type { Executor } from '../db/executor.js';
 
+export interface DefaultRate {
+  limit: number;
+  windowMs: number;
+}
+
 export interface GroupsDefault {
   concurrency: number | null;
+  /** At most `limit` leases of each undeclared group begin in any window of `windowMs`; null: no rate. */
+  rate: DefaultRate | null;
   /** Groups nobody declared that have jobs running under the default now (the permits held). */
   groupsRunning: number;
   /** Permit rows that exist now, held or not yet reclaimed: made on a group's first lease, deleted once idle. */
   permits: number;
+  /** Rate token rows that exist now: made on a group's first lease under the rate, deleted once out of every window. */
+  tokens: number;
+}
+
+/** Changes to the default; undefined leaves a field as it is, null removes it. */
+export interface GroupsDefaultPatch {
+  concurrency?: number | null | undefined;
+  rate?: DefaultRate | null | undefined;
 }
 
 /** The default for undeclared groups and how many permits exist. */
 export async function groupsDefaultGet(db: Executor): Promise<GroupsDefault> {
-  const { rows } = await sql<{ concurrency: number | null; groups_running: number; permits: number }>`
-    SELECT (SELECT d.concurrency FROM flow_default d WHERE d.kind = 'group') AS concurrency,
+  const { rows } = await sql<{
+    concurrency: number | null;
+    rate_limit: number | null;
+    rate_window_ms: string | null;
+    groups_running: number;
+    permits: number;
+    tokens: number;
+  }>`
+    SELECT d.concurrency, d.rate_limit, d.rate_window_ms,
            (SELECT count(DISTINCT s.name) FROM flow_slot s WHERE s.kind = 'default-group' AND s.job_id IS NOT NULL)::int AS groups_running,
-           (SELECT count(*) FROM flow_slot s WHERE s.kind = 'default-group')::int AS permits`.execute(db.kysely);
+           (SELECT count(*) FROM flow_slot s WHERE s.kind = 'default-group')::int AS permits,
+           (SELECT count(*) FROM flow_token t WHERE t.kind = 'default-group')::int AS tokens
+    FROM (SELECT 1) one LEFT JOIN flow_default d ON d.kind = 'group'`.execute(db.kysely);
   const r = rows[0]!;
-  return { concurrency: r.concurrency, groupsRunning: r.groups_running, permits: r.permits };
+  return {
+    concurrency: r.concurrency,
+    rate: r.rate_limit === null || r.rate_window_ms === null ? null : { limit: r.rate_limit, windowMs: Number(r.rate_window_ms) },
+    groupsRunning: r.groups_running,
+    permits: r.permits,
+    tokens: r.tokens,
+  };
 }
 
 /**
- * Sets the default concurrency of undeclared groups (null: none) and wakes waiting workers. Permits
- * held above a lowered limit stay with their jobs until they end; the lease counts them.
+ * Changes the default of undeclared groups (null removes a limit; a default left with nothing set
+ * is deleted) and wakes waiting workers. Permits held above a lowered limit stay with their jobs
+ * until they end; the lease counts them. Run it in a transaction.
  */
-export async function groupsDefaultSet(db: Executor, concurrency: number | null, now: Date): Promise<void> {
-  if (concurrency === null) await sql`DELETE FROM flow_default WHERE kind = 'group'`.execute(db.kysely);
-  else
-    await sql`
-      INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', ${concurrency}::int, ${now})
-      ON CONFLICT (kind) DO UPDATE SET concurrency = EXCLUDED.concurrency, updated_at = EXCLUDED.updated_at`.execute(db.kysely);
+export async function groupsDefaultSet(db: Executor, patch: GroupsDefaultPatch, now: Date): Promise<void> {
+  const setRate = patch.rate !== undefined;
+  await sql`
+    INSERT INTO flow_default AS d (kind, concurrency, rate_limit, rate_window_ms, updated_at)
+    VALUES ('group', ${patch.concurrency ?? null}::int, ${patch.rate?.limit ?? null}::int, ${patch.rate?.windowMs ?? null}::bigint, ${now})
+    ON CONFLICT (kind) DO UPDATE SET
+      concurrency = ${patch.concurrency === undefined ? sql`d.concurrency` : sql`EXCLUDED.concurrency`},
+      rate_limit = ${setRate ? sql`EXCLUDED.rate_limit` : sql`d.rate_limit`},
+      rate_window_ms = ${setRate ? sql`EXCLUDED.rate_window_ms` : sql`d.rate_window_ms`},
+      updated_at = EXCLUDED.updated_at`.execute(db.kysely);
+  await sql`DELETE FROM flow_default WHERE kind = 'group' AND concurrency IS NULL AND rate_limit IS NULL`.execute(db.kysely);
   await sql`SELECT pg_notify(${CHANNELS.jobs}, '')`.execute(db.kysely);
 }
 
 /**
  * Deletes up to `limit` permits of undeclared groups that nobody has held since `before` (the
- * margin keeps released_at for a next holder whose instance's clock is behind). Returns how many.
+ * margin keeps released_at for a next holder whose instance's clock is behind), and up to `limit`
+ * rate tokens last used before `before` minus the default rate's window (none: before `before`):
+ * out of every window, with the same margin. Returns how many rows went.
  */
 export async function groupsDefaultReclaim(db: Executor, before: Date, limit: number): Promise<number> {
-  const r = await sql`
+  const slots = await sql`
     DELETE FROM flow_slot s
     WHERE (s.kind, s.name, s.n) IN (
       SELECT f.kind, f.name, f.n FROM flow_slot f
       WHERE f.kind = 'default-group' AND f.job_id IS NULL AND (f.released_at IS NULL OR f.released_at < ${before}::timestamptz)
-      LIMIT ${limit}::int)
+      LIMIT ${limit}::int
+      FOR UPDATE SKIP LOCKED)
       AND s.job_id IS NULL`.execute(db.kysely);
-  return Number(r.numAffectedRows ?? 0);
+  // rows a lease holds are skipped, never waited for (a lease locks them in its own order); a lease
+  // that took a token meanwhile moved its used_at, and the condition, re-checked on the newest
+  // version of the row, keeps it
+  const tokens = await sql`
+    WITH horizon AS MATERIALIZED (
+      SELECT ${before}::timestamptz - coalesce((SELECT d.rate_window_ms FROM flow_default d WHERE d.kind = 'group'), 0) * interval '1 millisecond' AS at
+    )
+    DELETE FROM flow_token t
+    WHERE (t.kind, t.name, t.n) IN (
+      SELECT f.kind, f.name, f.n FROM flow_token f
+      WHERE f.kind = 'default-group' AND (f.used_at IS NULL OR f.used_at < (SELECT h.at FROM horizon h))
+      LIMIT ${limit}::int
+      FOR UPDATE SKIP LOCKED)
+      AND (t.used_at IS NULL OR t.used_at < (SELECT h.at FROM horizon h))`.execute(db.kysely);
+  return Number(slots.numAffectedRows ?? 0) + Number(tokens.numAffectedRows ?? 0);
 }

@@ -169,6 +169,7 @@ export async function flowFactsOf(db: Executor, type: string, group: string, now
     free_slots: number;
     free_tokens: number;
     next_token_at: Date | null;
+    groups_default: boolean;
   }>`
     SELECT * FROM (
     SELECT p.kind, p.name, p.paused, p.concurrency, p.rate_limit, p.rate_window_ms,
@@ -177,15 +178,20 @@ export async function flowFactsOf(db: Executor, type: string, group: string, now
            (SELECT count(*) FROM flow_token t WHERE t.kind = p.kind AND t.name = p.name AND t.n <= p.rate_limit
                AND (t.used_at IS NULL OR t.used_at <= ${now}::timestamptz - p.rate_window_ms * interval '1 millisecond'))::int AS free_tokens,
            (SELECT min(t.used_at) + p.rate_window_ms * interval '1 millisecond' FROM flow_token t
-             WHERE t.kind = p.kind AND t.name = p.name AND t.n <= p.rate_limit) AS next_token_at
+             WHERE t.kind = p.kind AND t.name = p.name AND t.n <= p.rate_limit) AS next_token_at,
+           false AS groups_default
       FROM flow_policy p
      WHERE (p.kind = 'type' AND p.name = ${type}) OR (p.kind = 'group' AND p.name = ${group})
     UNION ALL
-    -- a group without a policy of its own under /groups-default: its permits are made on demand
-    SELECT 'group', ${group}, false, d.concurrency, NULL, NULL, h.n, greatest(d.concurrency - h.n, 0), 0, NULL
+    -- a group without a policy of its own under /groups-default: its permits and tokens are made on demand
+    SELECT 'group', ${group}, false, d.concurrency, d.rate_limit, d.rate_window_ms, h.n, greatest(d.concurrency - h.n, 0),
+           greatest(d.rate_limit - u.n, 0), u.next_at, true
       FROM flow_default d,
-           LATERAL (SELECT count(*)::int AS n FROM flow_slot s WHERE s.kind = 'default-group' AND s.name = ${group} AND s.job_id IS NOT NULL) h
-     WHERE d.kind = 'group' AND d.concurrency IS NOT NULL
+           LATERAL (SELECT count(*)::int AS n FROM flow_slot s WHERE s.kind = 'default-group' AND s.name = ${group} AND s.job_id IS NOT NULL) h,
+           LATERAL (SELECT count(*)::int AS n, min(t.used_at) + d.rate_window_ms * interval '1 millisecond' AS next_at FROM flow_token t
+                     WHERE t.kind = 'default-group' AND t.name = ${group} AND t.n <= d.rate_limit
+                       AND t.used_at > ${now}::timestamptz - d.rate_window_ms * interval '1 millisecond') u
+     WHERE d.kind = 'group' AND (d.concurrency IS NOT NULL OR d.rate_limit IS NOT NULL)
        AND NOT EXISTS (SELECT 1 FROM flow_policy p WHERE p.kind = 'group' AND p.name = ${group})
     ) x
     ORDER BY x.kind DESC`.execute(db.kysely);
@@ -199,6 +205,7 @@ export async function flowFactsOf(db: Executor, type: string, group: string, now
     rate: r.rate_limit === null || r.rate_window_ms === null ? null : { limit: r.rate_limit, windowMs: Number(r.rate_window_ms) },
     freeTokens: r.free_tokens,
     nextTokenAt: r.next_token_at,
+    ...(r.groups_default ? { groupsDefault: true } : {}),
   }));
 }
 

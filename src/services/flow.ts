@@ -1,7 +1,7 @@
 import { withTransaction } from '../db/executor.js';
 import { formatDuration } from '../domain/duration.js';
 import { type FlowKeyRow, type FlowKind, flowKeys, type FlowPatch, flowPolicyPatch } from '../repositories/flow.js';
-import { type GroupsDefault, groupsDefaultGet, groupsDefaultSet } from '../repositories/flow-default.js';
+import { type GroupsDefault, groupsDefaultGet, type GroupsDefaultPatch, groupsDefaultSet } from '../repositories/flow-default.js';
 import { type TypeDefaults, typeDefaultsOf, typeDefaultsSet } from '../repositories/type-defaults.js';
 import type { ServiceContext } from './context.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -22,6 +22,9 @@ export interface FlowKeyView {
   /** For one type: where jobclock POSTs its jobs itself, or null (pulling workers run them). */
   push?: PushView | null;
 }
+
+/** GET|PATCH /groups-default: the rate as `<n>/<duration>`, or null. */
+export type GroupsDefaultView = Omit<GroupsDefault, 'rate'> & { rate: string | null };
 
 const view = (k: FlowKeyRow): FlowKeyView => ({
   name: k.name,
@@ -103,13 +106,15 @@ export class FlowService {
   }
 
   /** The policy of every group without one of its own, and how many permits it holds. */
-  groupsDefault(): Promise<GroupsDefault> {
-    return groupsDefaultGet(this.ctx.db);
+  async groupsDefault(): Promise<GroupsDefaultView> {
+    const d = await groupsDefaultGet(this.ctx.db);
+    return { ...d, rate: d.rate === null ? null : `${d.rate.limit}/${formatDuration(d.rate.windowMs)}` };
   }
 
-  /** Sets the default concurrency of undeclared groups; every lease that starts after this answered obeys it. */
-  async patchGroupsDefault(patch: { concurrency?: number | null | undefined }, actor: string | null): Promise<GroupsDefault> {
-    if (patch.concurrency !== undefined) await groupsDefaultSet(this.ctx.db, patch.concurrency, this.ctx.clock.now());
+  /** Changes the default of undeclared groups; every lease that starts after this answered obeys it. */
+  async patchGroupsDefault(patch: GroupsDefaultPatch, actor: string | null): Promise<GroupsDefaultView> {
+    if (patch.concurrency !== undefined || patch.rate !== undefined)
+      await withTransaction(this.ctx.db, (tx) => groupsDefaultSet(tx, patch, this.ctx.clock.now()));
     this.ctx.logger.info({ ...patch, actor }, 'groups default changed');
     return this.groupsDefault();
   }

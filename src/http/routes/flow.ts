@@ -124,7 +124,8 @@ export function flowRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           summary: 'Change the policy of every group without one of its own',
           description:
             'concurrency: at most that many jobs of each group nobody declared (no PATCH /groups/{group}) running at once, in order ' +
-            '(priority, then runAt, then creation); groups side by side. Enforced inside the lease across every instance.',
+            '(priority, then runAt, then creation); groups side by side. rate: at most n jobs of each such group begin in any ' +
+            'window of that length. Enforced inside the lease across every instance; null removes a limit.',
           body: GroupsDefaultPatchBody,
           response: { 200: GroupsDefaultSchema, ...standardErrors },
         },

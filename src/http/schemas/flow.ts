@@ -166,22 +166,30 @@ export const typeDto = (v: FlowKeyView) => {
 };
 export const groupDto = (v: FlowKeyView) => ({ group: v.name, ...body(v) });
 
-/** PATCH /groups-default: unknown fields (also `rate`, not enforced for undeclared groups yet) are a 400. */
+/** PATCH /groups-default: unknown fields are a 400. */
 export const GroupsDefaultPatchBody = z
   .strictObject({
     concurrency: Concurrency.meta({
       description: 'At most this many jobs of each group without a policy of its own running at once; null: no limit.',
       example: 1,
     }),
+    rate: Rate.nullable().optional().meta({
+      description: 'At most n jobs of each group without a policy of its own begin in any window of this length; null: no rate.',
+      example: '10/1s',
+    }),
   })
-  .meta({ id: 'GroupsDefaultPatch', example: { concurrency: 1 } });
+  .meta({ id: 'GroupsDefaultPatch', example: { concurrency: 1, rate: '10/1s' } });
 
 export const GroupsDefaultSchema = z
   .object({
     concurrency: z.number().int().nullable(),
+    rate: z.string().nullable().meta({ example: '10/1s' }),
     groupsRunning: z.number().int().meta({ description: 'Undeclared groups with jobs running under the default now.' }),
     permits: z.number().int().meta({
       description: "Permit rows that exist now: made on a group's first lease, deleted a minute after the group went idle.",
     }),
+    tokens: z.number().int().meta({
+      description: "Rate token rows that exist now: made on a group's first lease under the rate, deleted a minute after their window.",
+    }),
   })
-  .meta({ id: 'GroupsDefault', example: { concurrency: 1, groupsRunning: 12, permits: 40 } });
+  .meta({ id: 'GroupsDefault', example: { concurrency: 1, rate: '10/1s', groupsRunning: 12, permits: 40, tokens: 120 } });

@@ -3,7 +3,7 @@ import type { PreparedExecutor } from '../../db/executor.js';
 import { DEFAULT_LEASE_MS } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
-import { DEFAULT_GROUP_BLOCKED, defaultGroupGrants, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
+import { defaultGroupBlocked, defaultGroupGrants, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
 import { iso, ms } from './sql.js';
 
 /** One place in a claim: a job for this worker, leased for this long. */
@@ -135,7 +135,7 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
                SELECT 1 FROM flow_token t WHERE t.kind = p.kind AND t.name = p.name AND t.n <= p.rate_limit
                  AND (t.used_at IS NULL OR t.used_at <= ${windowStart('p')})))
     ),
-    ${DEFAULT_GROUP_BLOCKED},
+    ${defaultGroupBlocked(now)},
     lanes AS MATERIALIZED (
       SELECT l.*, random() AS r
       FROM jobclock_fair_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,

@@ -37,7 +37,7 @@ export interface paths {
         head?: never;
         /**
          * Change the policy of every group without one of its own
-         * @description concurrency: at most that many jobs of each group nobody declared (no PATCH /groups/{group}) running at once, in order (priority, then runAt, then creation); groups side by side. Enforced inside the lease across every instance.
+         * @description concurrency: at most that many jobs of each group nobody declared (no PATCH /groups/{group}) running at once, in order (priority, then runAt, then creation); groups side by side. rate: at most n jobs of each such group begin in any window of that length. Enforced inside the lease across every instance; null removes a limit.
          */
         patch: operations["updateGroupsDefault"];
         trace?: never;
@@ -973,8 +973,10 @@ export interface components {
         /**
          * @example {
          *       "concurrency": 1,
+         *       "rate": "10/1s",
          *       "groupsRunning": 12,
-         *       "permits": 40
+         *       "permits": 40,
+         *       "tokens": 120
          *     }
          */
         GroupsDefault: {
@@ -983,10 +985,15 @@ export interface components {
             groupsRunning: number;
             /** @description Permit rows that exist now: made on a group's first lease, deleted a minute after the group went idle. */
             permits: number;
+            /** @example 10/1s */
+            rate: string | null;
+            /** @description Rate token rows that exist now: made on a group's first lease under the rate, deleted a minute after their window. */
+            tokens: number;
         };
         /**
          * @example {
-         *       "concurrency": 1
+         *       "concurrency": 1,
+         *       "rate": "10/1s"
          *     }
          */
         GroupsDefaultPatchInput: {
@@ -995,6 +1002,11 @@ export interface components {
              * @example 1
              */
             concurrency?: number | null;
+            /**
+             * @description At most n jobs of each group without a policy of its own begin in any window of this length; null: no rate.
+             * @example 10/1s
+             */
+            rate?: string | null;
         };
         /**
          * @example {
