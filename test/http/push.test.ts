@@ -218,6 +218,17 @@ describe('pushing jobs', () => {
     const [leased] = await api.lease({ worker: 'puller', types: ['off'] });
     expect(leased?.id).toBe(second.id);
   });
+
+  it("leaves a push type's jobs to its endpoint: a worker naming no types never gets them", async () => {
+    await setPush('pushed', { url: receiver.url }); // no engine runs: the jobs stay queued
+    const pushedJobs = await Promise.all([1, 2, 3].map(() => api.create({ type: 'pushed' })));
+    const plain = await api.create({ type: 'plain' });
+    const untyped = await api.lease({ worker: 'any', limit: 10 });
+    expect(untyped.map((j) => j.id)).toEqual([plain.id]);
+    // named, the type is leased as before (a worker can still drain it by hand)
+    const named = await api.lease({ worker: 'named', types: ['pushed'], limit: 10 });
+    expect(named.map((j) => j.id).sort()).toEqual(pushedJobs.map((j) => j.id).sort());
+  });
 });
 
 describe('webhook deliveries beside busy workers', () => {

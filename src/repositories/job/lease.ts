@@ -109,6 +109,7 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
             ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`;
+    const pushTypes = byType ? sql`` : sql`|| ARRAY(SELECT pt.type FROM push_type pt)`;
     const lowerLevel = byType
       ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${laneTypes}) AND j.priority < (SELECT max(priority) FROM lanes)`
       : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
@@ -125,7 +126,9 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
       WHERE paused OR concurrency IS NOT NULL OR rate_limit IS NOT NULL
     ),
     blocked_keys AS MATERIALIZED (
-      SELECT coalesce(array_agg(p.name) FILTER (WHERE p.kind = 'type'), '{}') AS types,
+      -- a lease that names no types takes no job of a push type either: those go to the type's
+      -- endpoint (migration 0025), leased by name by the push sender
+      SELECT coalesce(array_agg(p.name) FILTER (WHERE p.kind = 'type'), '{}') ${pushTypes} AS types,
              coalesce(array_agg(p.name) FILTER (WHERE p.kind = 'group'), '{}') AS groups
       FROM policies p
       WHERE p.paused
