@@ -311,17 +311,19 @@ CREATE OR REPLACE FUNCTION public.jobclock_insert_job_row(r job)
 AS $function$
 DECLARE
   new_id bigint;
+  debounce interval;
 BEGIN
   IF r.debounce_key IS NULL THEN
     RETURN public.jobclock_insert_undebounced_job_row(r);
   END IF;
+  debounce := r.run_at - now();
   -- one statement: a new job, or the queued holder of the key takes the args and the later runAt
   INSERT INTO public.job AS x (type, group_, args, subject, submitter, priority, run_at, max_attempts, debounce_key, debounce_until, timebox,
                             traceparent, start_by, created_at, updated_at)
-  VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.debounce_key, r.debounce_until,
-          r.timebox, r.traceparent, r.start_by, now(), now())
+  VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, least(r.run_at, r.start_by - debounce), r.max_attempts,
+          r.debounce_key, r.debounce_until, r.timebox, r.traceparent, r.start_by, now(), now())
   ON CONFLICT (debounce_key) WHERE state = 'queued' AND debounce_until IS NOT NULL
-  DO UPDATE SET args = EXCLUDED.args, run_at = least(EXCLUDED.run_at, x.debounce_until), updated_at = EXCLUDED.updated_at
+  DO UPDATE SET args = EXCLUDED.args, run_at = least(r.run_at, x.debounce_until, x.start_by - debounce), updated_at = EXCLUDED.updated_at
   RETURNING id INTO new_id;
   RETURN new_id;
 END;

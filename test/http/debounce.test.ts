@@ -72,6 +72,27 @@ describe('debounce', () => {
     expect((await m.lease({ worker: 'w' })).map((j) => j.args)).toEqual([3]);
   });
 
+  it('never pushes runAt so late that the job would expire: at most startBy − debounce', async () => {
+    const body = (args: number) => ({ type: 'reindex', uniqueKey: 'k', debounce: '2s', debounceMax: '1m', startBy: at(10_000), args });
+    expect(await m.create(body(1))).toMatchObject({ runAt: at(2_000), startBy: at(10_000) });
+    clock.set(at(7_000));
+    // now + debounce would be 9 s, which leaves the workers 1 s: held at 10 s − 2 s
+    expect(await m.create(body(2))).toMatchObject({ runAt: at(8_000), args: 2 });
+    clock.set(at(8_500));
+    // a submission after that moment moves it no later; the job keeps its first startBy
+    expect(await m.create({ ...body(3), startBy: at(60_000) })).toMatchObject({ runAt: at(8_000), args: 3, startBy: at(10_000) });
+    const [leased] = await m.lease({ worker: 'w' });
+    expect(leased).toMatchObject({ args: 3 });
+    expect((await jobsOf('k')).map((r) => r.state)).toEqual(['running']);
+  });
+
+  it('makes a job whose startBy is nearer than its debounce runnable at once', async () => {
+    expect(await m.create({ type: 'reindex', uniqueKey: 'k', debounce: '5s', startBy: at(3_000), args: 1 })).toMatchObject({
+      runAt: at(-2_000),
+    });
+    expect((await m.lease({ worker: 'w' })).map((j) => j.args)).toEqual([1]);
+  });
+
   it('defaults debounceMax to 10 × debounce', async () => {
     const first = await m.create({ type: 'reindex', uniqueKey: 'k', debounce: '1s' });
     clock.set(at(9_500));
@@ -146,6 +167,22 @@ describe('debounce from SQL (jobclock_add_job options)', () => {
     expect(row).toMatchObject({ args: { v: 3 }, later: true });
     const job = await m.get(`/jobs/${id}`);
     expect(job.body).toMatchObject({ uniqueKey: 'doc:1', args: { v: 3 } });
+  });
+
+  it('never pushes runAt past startBy − debounce', async () => {
+    const add = (args: unknown) =>
+      tdb.db.pool
+        .query(
+          `SELECT jobclock_add_job('reindex', $1::jsonb,
+                    jsonb_build_object('uniqueKey', 'doc:2', 'debounce', '2s', 'startBy', to_jsonb(now() + interval '3 s'))) AS id`,
+          [JSON.stringify(args)],
+        )
+        .then((r) => String(r.rows[0].id));
+    const id = await add({ v: 1 });
+    expect(await add({ v: 2 })).toBe(id);
+    const row = (await tdb.db.pool.query(`SELECT args, start_by - run_at >= interval '2 s' AS margin FROM job WHERE id = $1`, [id]))
+      .rows[0];
+    expect(row).toEqual({ args: { v: 2 }, margin: true });
   });
 
   it.each([
