@@ -80,6 +80,34 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_add_jobs(jobs jsonb) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_default_held()
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+  SELECT coalesce(jsonb_object_agg(h.name, h.ns), '{}')
+  FROM (
+    SELECT s.name, array_agg(s.n) AS ns FROM flow_slot s
+    WHERE s.kind = 'default-group' AND s.job_id IS NOT NULL
+    GROUP BY s.name
+  ) h
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_default_used(window_start timestamp with time zone, max_n integer)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+  SELECT coalesce(jsonb_object_agg(u.name, u.ns), '{}')
+  FROM (
+    SELECT t.name, array_agg(t.n) AS ns FROM flow_token t
+    WHERE t.kind = 'default-group' AND t.used_at > window_start AND t.n <= max_n
+    GROUP BY t.name
+  ) u
+$function$;
+
 CREATE OR REPLACE FUNCTION public.jobclock_dependencies_settle()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -669,6 +697,19 @@ BEGIN
   PERFORM pg_notify('jobclock_jobs', '');
   RETURN OLD;
 END;
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_release_permits(ids bigint[], at timestamp with time zone)
+ RETURNS bigint
+ LANGUAGE sql
+ SET enable_seqscan TO 'off'
+AS $function$
+  WITH released AS (
+    UPDATE flow_slot s SET job_id = NULL, released_at = at
+    WHERE s.job_id = ANY (ids)
+    RETURNING 1
+  )
+  SELECT count(*) FROM released
 $function$;
 
 CREATE OR REPLACE FUNCTION public.jobclock_release_slots()
