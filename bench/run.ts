@@ -154,9 +154,10 @@ const UNITS: Unit[] = [
 
 /**
  * Measurements run only when BENCH_ONLY names them (they answer one question and take long): the
- * growth rows (j.*, which build tables of millions of jobs first) and two diagnostic rows.
+ * growth rows (j.*, which build tables of millions of jobs first), two diagnostic rows and
+ * d.debounce (100,000 submissions, not time-boxed).
  */
-const isOptIn = (u: Unit) => u.key.startsWith('j.') || u === jobclockInterleaved || u === pgBoss12Work;
+const isOptIn = (u: Unit) => u.key.startsWith('j.') || u === jobclockInterleaved || u === pgBoss12Work || u === postDebounced;
 
 const selected = (u: Unit) =>
   isOptIn(u) ? ONLY.some((p) => p.length > 2 && u.key.startsWith(p)) : ONLY.length === 0 || ONLY.some((p) => u.key.startsWith(p));

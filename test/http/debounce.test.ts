@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { type JobsApi, jobsApi, threeInstances } from './jobs-support.js';
+import { holdingJobTable, type JobsApi, jobsApi, threeInstances, until } from './jobs-support.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
@@ -54,6 +54,30 @@ describe('debounce', () => {
     expect(rows).toEqual(
       keys.map((key) => ({ debounce_key: key, args: { last: key } })).sort((x, y) => x.debounce_key.localeCompare(y.debounce_key)),
     );
+  });
+
+  it('upserts the submissions of concurrent requests together, each key once, answering each with its job', async () => {
+    const debouncer = m.stack.services.jobs.debouncer!;
+    const before = { ...debouncer.stats };
+    let sent: Promise<{ status: number; body: any }>[] = [];
+    await holdingJobTable(tdb.db, async () => {
+      sent = Array.from({ length: 40 }, (_, i) =>
+        m.post('/jobs', { type: 'reindex', uniqueKey: `k${i % 4}`, debounce: '1s', args: { i } }),
+      );
+      await until(() => debouncer.stats.items - before.items + debouncer.pending === 40, 'all 40 submissions at the debouncer');
+    });
+    const answers = await Promise.all(sent);
+    // the statements blocked by the lock, then one for everything that queued behind them
+    expect(debouncer.stats.statements - before.statements).toBeLessThanOrEqual(debouncer.options.maxInFlight + 1);
+    const rows = (await tdb.db.pool.query(`SELECT id::text, debounce_key, args FROM job ORDER BY debounce_key`)).rows;
+    expect(rows.map((r) => r.debounce_key)).toEqual(['k0', 'k1', 'k2', 'k3']);
+    for (const [k, row] of rows.entries()) {
+      const mine = answers.filter((_, i) => i % 4 === k);
+      expect(mine.filter((r) => r.status === 201)).toHaveLength(1);
+      expect(mine.filter((r) => r.status !== 201).every((r) => r.status === 200)).toBe(true);
+      expect(new Set(mine.map((r) => r.body.id))).toEqual(new Set([row.id]));
+      expect(row.args.i % 4).toBe(k);
+    }
   });
 
   it('moves runAt to now + debounce, never past the first submission + debounceMax', async () => {
