@@ -89,10 +89,14 @@ export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
     -- LOCKED passed it over) keeps its turn. A range of job_fair_idx per candidate.
     default_heads AS MATERIALIZED (
       SELECT d.*,
-             -- the group's permits free in this statement's snapshot; null: no default concurrency
+             -- the group's permits free in this statement's snapshot, the first rn of them at most
+             -- (among the held ones + rn: not the whole concurrency, which may be large); null: no
+             -- default concurrency
              CASE WHEN EXISTS (SELECT 1 FROM group_default) THEN (
-               SELECT coalesce(array_agg(x.n ORDER BY x.n), '{}') FROM generate_series(1, (SELECT g.concurrency FROM group_default g)) x(n)
-               WHERE NOT coalesce((SELECT h.held -> d.group_ FROM default_held h), '[]'::jsonb) @> to_jsonb(x.n)) END AS ns,
+               SELECT coalesce(array_agg(x.n ORDER BY x.n), '{}')
+               FROM (SELECT coalesce((SELECT h.held -> d.group_ FROM default_held h), '[]'::jsonb) AS ns) u,
+                    generate_series(1, least((SELECT g.concurrency FROM group_default g), jsonb_array_length(u.ns) + d.rn::int)) x(n)
+               WHERE NOT u.ns @> to_jsonb(x.n)) END AS ns,
              -- its tokens free: the first rn of them at most (among the used ones + rn); null: no default rate
              CASE WHEN EXISTS (SELECT 1 FROM group_rate) THEN (
                SELECT coalesce(array_agg(x.n ORDER BY x.n), '{}')
