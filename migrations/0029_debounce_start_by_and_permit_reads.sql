@@ -87,3 +87,9 @@ AS $$
   )
   SELECT count(*) FROM released
 $$;
+
+-- The row triggers that release a job's slots and permits when it stops other than through a
+-- report (cancel, a lease that expired, a release, a deletion) look them up by job_id the same
+-- way: planned without sequential scans, they take flow_slot_job_idx.
+ALTER FUNCTION jobclock_release_slots() SET enable_seqscan = off;
+ALTER FUNCTION jobclock_release_deleted_slots() SET enable_seqscan = off;

@@ -690,6 +690,7 @@ $function$;
 CREATE OR REPLACE FUNCTION public.jobclock_release_deleted_slots()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
 BEGIN
   -- released_at stays empty: a deleted job has no end for the next holder to start after
@@ -715,6 +716,7 @@ $function$;
 CREATE OR REPLACE FUNCTION public.jobclock_release_slots()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
 BEGIN
   UPDATE flow_slot SET job_id = NULL, released_at = coalesce(NEW.finished_at, NEW.updated_at) WHERE job_id = OLD.id;
