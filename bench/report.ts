@@ -372,7 +372,7 @@ export function summarize(
   ]);
   // Enqueue
   rate('d.post', '(d) POST /jobs, 8 clients', 'jobs/s', [{ key: 'd.pgboss12', label: 'pg-boss 12 send', min: 2 }]);
-  rate('d.debounce', '(d) POST /jobs with uniqueKey + debounce over 1,000 keys, 8 clients', 'submissions/s', [
+  rate('d.debounce', '(d) 100,000 POST /jobs with uniqueKey + debounce over 1,000 keys → 1,000 jobs, 8 clients', 'submissions/s', [
     { key: 'd.post', label: 'plain POST /jobs' },
   ]);
   rate('d.pgboss12', '(d) pg-boss 12 send(), 8 callers', 'jobs/s');

@@ -80,6 +80,34 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_add_jobs(jobs jsonb) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_default_held()
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+  SELECT coalesce(jsonb_object_agg(h.name, h.ns), '{}')
+  FROM (
+    SELECT s.name, array_agg(s.n) AS ns FROM flow_slot s
+    WHERE s.kind = 'default-group' AND s.job_id IS NOT NULL
+    GROUP BY s.name
+  ) h
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_default_used(window_start timestamp with time zone, max_n integer)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+  SELECT coalesce(jsonb_object_agg(u.name, u.ns), '{}')
+  FROM (
+    SELECT t.name, array_agg(t.n) AS ns FROM flow_token t
+    WHERE t.kind = 'default-group' AND t.used_at > window_start AND t.n <= max_n
+    GROUP BY t.name
+  ) u
+$function$;
+
 CREATE OR REPLACE FUNCTION public.jobclock_dependencies_settle()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -311,17 +339,19 @@ CREATE OR REPLACE FUNCTION public.jobclock_insert_job_row(r job)
 AS $function$
 DECLARE
   new_id bigint;
+  debounce interval;
 BEGIN
   IF r.debounce_key IS NULL THEN
     RETURN public.jobclock_insert_undebounced_job_row(r);
   END IF;
+  debounce := r.run_at - now();
   -- one statement: a new job, or the queued holder of the key takes the args and the later runAt
   INSERT INTO public.job AS x (type, group_, args, subject, submitter, priority, run_at, max_attempts, debounce_key, debounce_until, timebox,
                             traceparent, start_by, created_at, updated_at)
-  VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, r.run_at, r.max_attempts, r.debounce_key, r.debounce_until,
-          r.timebox, r.traceparent, r.start_by, now(), now())
+  VALUES (r.type, r.group_, r.args, r.subject, r.submitter, r.priority, least(r.run_at, r.start_by - debounce), r.max_attempts,
+          r.debounce_key, r.debounce_until, r.timebox, r.traceparent, r.start_by, now(), now())
   ON CONFLICT (debounce_key) WHERE state = 'queued' AND debounce_until IS NOT NULL
-  DO UPDATE SET args = EXCLUDED.args, run_at = least(EXCLUDED.run_at, x.debounce_until), updated_at = EXCLUDED.updated_at
+  DO UPDATE SET args = EXCLUDED.args, run_at = least(r.run_at, x.debounce_until, x.start_by - debounce), updated_at = EXCLUDED.updated_at
   RETURNING id INTO new_id;
   RETURN new_id;
 END;
@@ -660,6 +690,7 @@ $function$;
 CREATE OR REPLACE FUNCTION public.jobclock_release_deleted_slots()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
 BEGIN
   -- released_at stays empty: a deleted job has no end for the next holder to start after
@@ -669,9 +700,23 @@ BEGIN
 END;
 $function$;
 
+CREATE OR REPLACE FUNCTION public.jobclock_release_permits(ids bigint[], at timestamp with time zone)
+ RETURNS bigint
+ LANGUAGE sql
+ SET enable_seqscan TO 'off'
+AS $function$
+  WITH released AS (
+    UPDATE flow_slot s SET job_id = NULL, released_at = at
+    WHERE s.job_id = ANY (ids)
+    RETURNING 1
+  )
+  SELECT count(*) FROM released
+$function$;
+
 CREATE OR REPLACE FUNCTION public.jobclock_release_slots()
  RETURNS trigger
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
 BEGIN
   UPDATE flow_slot SET job_id = NULL, released_at = coalesce(NEW.finished_at, NEW.updated_at) WHERE job_id = OLD.id;

@@ -50,6 +50,7 @@ async function jobclockProducer(
   n: number,
   op: (c: HttpClient, i: number) => Promise<number>,
   after?: (db: { exec(text: string): Promise<{ rows: unknown[] }> }) => Promise<void>,
+  timebox = timeboxMs(ctx),
 ) {
   const db = await ctx.server.createDatabase(await ctx.templates.jobclock());
   let client: HttpClient | null = null;
@@ -58,7 +59,7 @@ async function jobclockProducer(
     await db.settle();
     const c = new HttpClient(base, tokenOf('producer'), clients);
     client = c;
-    const r = await loops(ctx, clients, n, timeboxMs(ctx), (i) => op(c, i));
+    const r = await loops(ctx, clients, n, timebox, (i) => op(c, i));
     await after?.(db);
     return r;
   } finally {
@@ -84,15 +85,20 @@ export const postJobs: Unit = {
 
 const debounceSubmissions = (ctx: BenchContext) => scaled(ctx, 100_000, 2_000);
 const DEBOUNCE_KEYS = 1_000;
+/** The whole run's time, the warm-up's 1.5 s aside: 100,000 submissions at 200 a second. */
+const debounceTimeboxMs = (ctx: BenchContext) => Math.max(timeboxMs(ctx), Math.round(500_000 * ctx.scale));
 
 /**
- * POST /jobs with uniqueKey + debounce: submissions over 1,000 keys (submission i has key i mod
- * 1,000), each one statement that makes the key's job or moves it. Against d.post (plain POST /jobs
- * ×8). The jobs made are counted after the run: one per key. Time-boxed like d.post.
+ * POST /jobs with uniqueKey + debounce, as the issue asks: 100,000 submissions (scaled by
+ * BENCH_SCALE) over 1,000 keys — submission i has key `doc:<i mod 1,000>` — each making the key's
+ * job or moving it; then exactly 1,000 jobs must exist for those keys. Submissions/s against d.post
+ * (plain POST /jobs ×8, time-boxed) in the same round. The warm-up (1.5 s, like every row's) goes
+ * to other keys, so the timed submissions start with no job of theirs. Not time-boxed: it runs
+ * only when BENCH_ONLY names it (some 2–3 minutes a round on the 2-core machine).
  */
 export const postDebounced: Unit = {
   key: 'd.debounce',
-  guardMs: (ctx) => timeboxMs(ctx) + 45_000,
+  guardMs: (ctx) => debounceTimeboxMs(ctx) + 45_000,
   async run(ctx) {
     const n = debounceSubmissions(ctx);
     let jobs = 0;
@@ -101,14 +107,18 @@ export const postDebounced: Unit = {
       CLIENTS,
       n,
       async (c, i) => {
-        const res = await c.post('/jobs', { type: 'bench', uniqueKey: `doc:${i % DEBOUNCE_KEYS}`, debounce: '1h', args: { n: i } });
+        // the warm-up's indexes are n and on (see loops)
+        const key = i < n ? `doc:${i % DEBOUNCE_KEYS}` : `warm:${i % DEBOUNCE_KEYS}`;
+        const res = await c.post('/jobs', { type: 'bench', uniqueKey: key, debounce: '1h', args: { n: i } });
         if (res.status !== 201 && res.status !== 200) throw unexpected('POST /jobs', res);
         return 1;
       },
       async (db) => {
-        jobs = ((await db.exec(`select count(*)::int as n from job`)).rows[0] as { n: number }).n;
+        jobs = ((await db.exec(`select count(*)::int as n from job where debounce_key like 'doc:%'`)).rows[0] as { n: number }).n;
       },
+      debounceTimeboxMs(ctx),
     );
+    if (done !== n) throw new Error(`${done} of ${n} debounced submissions made in the time box`);
     if (jobs !== DEBOUNCE_KEYS) throw new Error(`${done} debounced submissions over ${DEBOUNCE_KEYS} keys made ${jobs} jobs`);
     const r = rate(done, ms, n, cpu);
     r.extra = { ...r.extra, jobsMade: jobs };

@@ -516,6 +516,13 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
             if (stopSampling) sampled.value = await stopSampling();
             // the loop's own time: what follows (the deliveries sent on after it) is not in its rate
             const loopEndedAt = performance.now();
+            if (timed && finished < n && performance.now() >= until.deadline) {
+              // time-boxed: where the jobs that were not finished are (diagnosis of a stalled run)
+              const left = await db.exec(
+                `select state, attempts, count(*)::int as n, min(lease_expires_at) as expires from job where type = 'noop' and state <> 'finished' group by 1, 2`,
+              );
+              ctx.log(`${key}: time-boxed with ${n - finished} left: ${JSON.stringify(left.rows)}`);
+            }
             if (deliveredAtStart !== null) {
               // the loop is done: the deliveries it caused are sent on, then counted
               const loopMs = loopEndedAt - phaseStart;

@@ -10,6 +10,9 @@ import { retryOnDeadlock } from '../db/database.js';
 import { CHANNELS } from '../db/notifications.js';
 import type { Job } from '../domain/job.js';
 import {
+  type DebouncedRow,
+  jobDebounce,
+  jobDebounceMany,
   jobEarliestFutureRunAt,
   jobInsert,
   type JobInsertRow,
@@ -30,6 +33,8 @@ import { LeaseCombiner, type LeaseFilter } from './lease-combiner.js';
 export interface JobPipelines {
   /** Jobs created by concurrent single requests, inserted together. */
   readonly inserter: BatchCommitter<JobInsertRow, Job | null>;
+  /** Debounced submissions of concurrent single requests, upserted together. */
+  readonly debouncer: BatchCommitter<DebouncedRow, { job: Job; created: boolean }>;
   /** Finished/failed reports of concurrent single requests, committed together. */
   readonly completer: BatchCommitter<ReportInput, ReportResult>;
   /** Lease requests of concurrent workers, claimed together. */
@@ -69,6 +74,15 @@ export function createJobPipelines(ctx: ServiceContext): JobPipelines {
       (rows) => {
         const now = ctx.clock.now();
         return rows.length === 1 ? jobInsert(ctx.db, rows[0]!, now).then((j) => [j]) : jobInsertMany(ctx.db, rows, now);
+      },
+      { maxBatch: 1000, maxInFlight: 2 },
+      ctx.logger,
+    ),
+    // two statements upsert their keys in key order: they wait for each other, never in a cycle
+    debouncer: new BatchCommitter<DebouncedRow, { job: Job; created: boolean }>(
+      (rows) => {
+        const now = ctx.clock.now();
+        return rows.length === 1 ? jobDebounce(ctx.db, rows[0]!, now).then((r) => [r]) : jobDebounceMany(ctx.db, rows, now);
       },
       { maxBatch: 1000, maxInFlight: 2 },
       ctx.logger,

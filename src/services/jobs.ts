@@ -66,12 +66,17 @@ const BULK_BATCH = 500;
 export class JobService {
   constructor(
     readonly ctx: ServiceContext,
-    private readonly pipelines: Pick<JobPipelines, 'inserter'> & Partial<Pick<JobPipelines, 'endWaiters'>>,
+    private readonly pipelines: Pick<JobPipelines, 'inserter'> & Partial<Pick<JobPipelines, 'endWaiters' | 'debouncer'>>,
   ) {}
 
   /** Jobs created by concurrent single requests, inserted together (the instance's one inserter). */
   get inserter() {
     return this.pipelines.inserter;
+  }
+
+  /** Debounced submissions of concurrent single requests, upserted together (absent: one statement each). */
+  get debouncer() {
+    return this.pipelines.debouncer;
   }
 
   private get db() {
@@ -101,7 +106,10 @@ export class JobService {
 
   /** A debounced submission (one statement: a new job, or the queued holder takes the args). */
   private async debounce(db: Executor, row: JobInsertRow, now: Date): Promise<{ job: Job; created: boolean }> {
-    const r = await jobDebounce(db, row as DebouncedRow, now);
+    // a single request's submission shares one statement (and one commit) with concurrent ones, as
+    // creations do; inside a transaction (a batch) it is a statement of its own
+    const debouncer = db === this.db ? this.pipelines.debouncer : undefined;
+    const r = debouncer ? await debouncer.submit(row as DebouncedRow) : await jobDebounce(db, row as DebouncedRow, now);
     this.ctx.logger.debug({ jobId: r.job.id, type: r.job.type, uniqueKey: row.uniqueKey, created: r.created }, 'job debounced');
     return r;
   }

@@ -137,7 +137,7 @@ export class LeaseCombiner {
         // The job is handed on as it is, its `slot` included (not copied without it: that copy of
         // every leased job showed in profiles; the HTTP answer is built field by field anyway).
         for (const job of result.leased) owners[job.slot]!.got.push(job);
-        if (!claimAgain(result)) break;
+        if (!claimAgain(result, round)) break;
         open = open.filter((p) => p.got.length < p.ask.limit);
       }
       for (const p of batch) p.resolve(p.got);

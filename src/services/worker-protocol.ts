@@ -271,7 +271,7 @@ export class WorkerProtocolService {
           const r = await jobLease(tx, { now: this.ctx.clock.now(), ...filter, slots: Array.from({ length: limit - got }, () => slot) });
           claims.push(r);
           got += r.leased.length;
-          if (!claimAgain(r)) break;
+          if (!claimAgain(r, round)) break;
         }
         return { results, claims };
       }),

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { type JobsApi, jobsApi, threeInstances } from './jobs-support.js';
+import { holdingJobTable, type JobsApi, jobsApi, threeInstances, until } from './jobs-support.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
 const at = (ms: number) => new Date(Date.parse(T0) + ms).toISOString();
@@ -56,6 +56,30 @@ describe('debounce', () => {
     );
   });
 
+  it('upserts the submissions of concurrent requests together, each key once, answering each with its job', async () => {
+    const debouncer = m.stack.services.jobs.debouncer!;
+    const before = { ...debouncer.stats };
+    let sent: Promise<{ status: number; body: any }>[] = [];
+    await holdingJobTable(tdb.db, async () => {
+      sent = Array.from({ length: 40 }, (_, i) =>
+        m.post('/jobs', { type: 'reindex', uniqueKey: `k${i % 4}`, debounce: '1s', args: { i } }),
+      );
+      await until(() => debouncer.stats.items - before.items + debouncer.pending === 40, 'all 40 submissions at the debouncer');
+    });
+    const answers = await Promise.all(sent);
+    // the statements blocked by the lock, then one for everything that queued behind them
+    expect(debouncer.stats.statements - before.statements).toBeLessThanOrEqual(debouncer.options.maxInFlight + 1);
+    const rows = (await tdb.db.pool.query(`SELECT id::text, debounce_key, args FROM job ORDER BY debounce_key`)).rows;
+    expect(rows.map((r) => r.debounce_key)).toEqual(['k0', 'k1', 'k2', 'k3']);
+    for (const [k, row] of rows.entries()) {
+      const mine = answers.filter((_, i) => i % 4 === k);
+      expect(mine.filter((r) => r.status === 201)).toHaveLength(1);
+      expect(mine.filter((r) => r.status !== 201).every((r) => r.status === 200)).toBe(true);
+      expect(new Set(mine.map((r) => r.body.id))).toEqual(new Set([row.id]));
+      expect(row.args.i % 4).toBe(k);
+    }
+  });
+
   it('moves runAt to now + debounce, never past the first submission + debounceMax', async () => {
     const first = await m.post('/jobs', { type: 'reindex', uniqueKey: 'k', debounce: '2s', debounceMax: '5s', args: 1 });
     expect(first.status).toBe(201);
@@ -70,6 +94,27 @@ describe('debounce', () => {
     expect(await m.lease({ worker: 'w' })).toEqual([]);
     clock.set(at(5_000));
     expect((await m.lease({ worker: 'w' })).map((j) => j.args)).toEqual([3]);
+  });
+
+  it('never pushes runAt so late that the job would expire: at most startBy − debounce', async () => {
+    const body = (args: number) => ({ type: 'reindex', uniqueKey: 'k', debounce: '2s', debounceMax: '1m', startBy: at(10_000), args });
+    expect(await m.create(body(1))).toMatchObject({ runAt: at(2_000), startBy: at(10_000) });
+    clock.set(at(7_000));
+    // now + debounce would be 9 s, which leaves the workers 1 s: held at 10 s − 2 s
+    expect(await m.create(body(2))).toMatchObject({ runAt: at(8_000), args: 2 });
+    clock.set(at(8_500));
+    // a submission after that moment moves it no later; the job keeps its first startBy
+    expect(await m.create({ ...body(3), startBy: at(60_000) })).toMatchObject({ runAt: at(8_000), args: 3, startBy: at(10_000) });
+    const [leased] = await m.lease({ worker: 'w' });
+    expect(leased).toMatchObject({ args: 3 });
+    expect((await jobsOf('k')).map((r) => r.state)).toEqual(['running']);
+  });
+
+  it('makes a job whose startBy is nearer than its debounce runnable at once', async () => {
+    expect(await m.create({ type: 'reindex', uniqueKey: 'k', debounce: '5s', startBy: at(3_000), args: 1 })).toMatchObject({
+      runAt: at(-2_000),
+    });
+    expect((await m.lease({ worker: 'w' })).map((j) => j.args)).toEqual([1]);
   });
 
   it('defaults debounceMax to 10 × debounce', async () => {
@@ -146,6 +191,22 @@ describe('debounce from SQL (jobclock_add_job options)', () => {
     expect(row).toMatchObject({ args: { v: 3 }, later: true });
     const job = await m.get(`/jobs/${id}`);
     expect(job.body).toMatchObject({ uniqueKey: 'doc:1', args: { v: 3 } });
+  });
+
+  it('never pushes runAt past startBy − debounce', async () => {
+    const add = (args: unknown) =>
+      tdb.db.pool
+        .query(
+          `SELECT jobclock_add_job('reindex', $1::jsonb,
+                    jsonb_build_object('uniqueKey', 'doc:2', 'debounce', '2s', 'startBy', to_jsonb(now() + interval '3 s'))) AS id`,
+          [JSON.stringify(args)],
+        )
+        .then((r) => String(r.rows[0].id));
+    const id = await add({ v: 1 });
+    expect(await add({ v: 2 })).toBe(id);
+    const row = (await tdb.db.pool.query(`SELECT args, start_by - run_at >= interval '2 s' AS margin FROM job WHERE id = $1`, [id]))
+      .rows[0];
+    expect(row).toEqual({ args: { v: 2 }, margin: true });
   });
 
   it.each([

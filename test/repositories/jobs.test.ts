@@ -12,6 +12,7 @@ import {
   jobReport,
   jobRetry,
   claimAgain,
+  CONTENDED_EMPTY_ROUNDS,
   likePattern,
 } from '../../src/repositories/jobs.js';
 import { insertTask, insertTaskJob } from '../http/jobs-support.js';
@@ -348,6 +349,36 @@ describe('claimAgain', () => {
     expect(claimAgain({ leased: [], dropped })).toBe(true);
     expect(claimAgain({ leased: [], dropped: [], refused: 2 })).toBe(true);
     expect(claimAgain({ leased: [], dropped: [], more: true })).toBe(false); // found nothing: no progress
+  });
+
+  it('claims again when another claim took its lanes, also with nothing taken, for a few rounds', () => {
+    expect(claimAgain({ leased, dropped: [], contended: true }, 10)).toBe(true);
+    for (let round = 0; round < CONTENDED_EMPTY_ROUNDS; round++)
+      expect(claimAgain({ leased: [], dropped: [], contended: true }, round)).toBe(true);
+    expect(claimAgain({ leased: [], dropped: [], contended: true }, CONTENDED_EMPTY_ROUNDS)).toBe(false);
+  });
+
+  it('says contended when a lane gave nothing because another transaction holds its job, not otherwise', async () => {
+    await jobInsertMany(tdb.db, [row({ group: 'a' }), row({ group: 'b' })], NOW);
+    const slots = [{ worker: 'w', leaseMs: 1_000 }];
+    const other = await tdb.db.pool.connect();
+    try {
+      await other.query('BEGIN');
+      const locked = await other.query(`SELECT id::text FROM job WHERE group_ = 'a' FOR UPDATE`);
+      // the walk finds both groups; a's job is skipped (locked), b's is taken
+      const first = await jobLease(tdb.db, { now: NOW, types: ['t'], slots: [...slots, ...slots] });
+      expect(first.leased.map((j) => j.group)).toEqual(['b']);
+      expect(first.contended).toBe(true);
+      // only a's left: nothing taken, contended (a claim made again may find it free)
+      const second = await jobLease(tdb.db, { now: NOW, slots });
+      expect(second).toMatchObject({ leased: [], contended: true });
+      await other.query('COMMIT');
+      const third = await jobLease(tdb.db, { now: NOW, slots });
+      expect(third.leased.map((j) => j.id)).toEqual([locked.rows[0].id]);
+      expect(third.contended).toBe(false);
+    } finally {
+      other.release();
+    }
   });
 });
 

@@ -19,10 +19,10 @@ const undeclared = (group: RawBuilder<unknown>) =>
 
 /**
  * `group_policy`: the default (no row: none), read once; `group_default`: its concurrency,
- * `group_rate`: its rate. `default_held`: the permits held now, read once (one scan of the partial
- * index of held permits: as many rows as such jobs running), as `held` {group: [n, …]};
- * `default_used`: the tokens used within the window, read once (a range of the partial index by
- * used_at), as `used` {group: [n, …]}; `default_full`: the groups with every permit held or every
+ * `group_rate`: its rate. `default_held`: the permits held now, read once (jobclock_default_held:
+ * one scan of the partial index of held permits, as many rows as such jobs running), as `held`
+ * {group: [n, …]}; `default_used`: the tokens used within the window, read once
+ * (jobclock_default_used: a range of the partial index by used_at), as `used` {group: [n, …]}; `default_full`: the groups with every permit held or every
  * token used, left out of the lanes (unless they declared a policy of their own since). Nothing
  * else reads flow_slot or flow_token by group: a plan made while a table was empty (prepared
  * statements keep theirs) would scan it whole once per candidate. The cost of `default_used` grows
@@ -37,24 +37,21 @@ export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
     group_rate AS MATERIALIZED (
       SELECT g.rate_limit, ${now} - g.rate_window_ms * interval '1 millisecond' AS window_start FROM group_policy g WHERE g.rate_limit IS NOT NULL
     ),
+    -- read through functions that take the partial indexes whatever the tables' statistics say
+    -- (migration 0029): a plan made while they were empty scanned them whole
     default_held AS MATERIALIZED (
-      SELECT coalesce(jsonb_object_agg(h.name, h.ns), '{}') AS held,
-             coalesce(array_agg(h.name) FILTER (WHERE cardinality(h.ns) >= (SELECT g.concurrency FROM group_default g) AND ${undeclared(sql`h.name`)}), '{}') AS full_groups
-      FROM (
-        SELECT s.name, array_agg(s.n) AS ns FROM flow_slot s
-        WHERE s.kind = 'default-group' AND s.job_id IS NOT NULL AND EXISTS (SELECT 1 FROM group_default)
-        GROUP BY s.name
-      ) h
+      SELECT x.held,
+             coalesce((SELECT array_agg(e.key) FROM jsonb_each(x.held) e
+                       WHERE jsonb_array_length(e.value) >= (SELECT g.concurrency FROM group_default g) AND ${undeclared(sql`e.key`)}), '{}') AS full_groups
+      FROM (SELECT CASE WHEN EXISTS (SELECT 1 FROM group_default) THEN jobclock_default_held() ELSE '{}'::jsonb END AS held) x
     ),
     default_used AS MATERIALIZED (
-      SELECT coalesce(jsonb_object_agg(u.name, u.ns), '{}') AS used,
-             coalesce(array_agg(u.name) FILTER (WHERE cardinality(u.ns) >= (SELECT r.rate_limit FROM group_rate r) AND ${undeclared(sql`u.name`)}), '{}') AS full_groups
-      FROM (
-        SELECT t.name, array_agg(t.n) AS ns FROM flow_token t
-        WHERE t.kind = 'default-group' AND t.used_at > (SELECT r.window_start FROM group_rate r)
-          AND t.n <= (SELECT r.rate_limit FROM group_rate r) AND EXISTS (SELECT 1 FROM group_rate)
-        GROUP BY t.name
-      ) u
+      SELECT x.used,
+             coalesce((SELECT array_agg(e.key) FROM jsonb_each(x.used) e
+                       WHERE jsonb_array_length(e.value) >= (SELECT r.rate_limit FROM group_rate r) AND ${undeclared(sql`e.key`)}), '{}') AS full_groups
+      FROM (SELECT CASE WHEN EXISTS (SELECT 1 FROM group_rate)
+                        THEN jobclock_default_used((SELECT r.window_start FROM group_rate r), (SELECT r.rate_limit FROM group_rate r))
+                        ELSE '{}'::jsonb END AS used) x
     ),
     default_full AS MATERIALIZED (SELECT h.full_groups || u.full_groups AS groups FROM default_held h, default_used u)`;
 
@@ -92,10 +89,14 @@ export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
     -- LOCKED passed it over) keeps its turn. A range of job_fair_idx per candidate.
     default_heads AS MATERIALIZED (
       SELECT d.*,
-             -- the group's permits free in this statement's snapshot; null: no default concurrency
+             -- the group's permits free in this statement's snapshot, the first rn of them at most
+             -- (among the held ones + rn: not the whole concurrency, which may be large); null: no
+             -- default concurrency
              CASE WHEN EXISTS (SELECT 1 FROM group_default) THEN (
-               SELECT coalesce(array_agg(x.n ORDER BY x.n), '{}') FROM generate_series(1, (SELECT g.concurrency FROM group_default g)) x(n)
-               WHERE NOT coalesce((SELECT h.held -> d.group_ FROM default_held h), '[]'::jsonb) @> to_jsonb(x.n)) END AS ns,
+               SELECT coalesce(array_agg(x.n ORDER BY x.n), '{}')
+               FROM (SELECT coalesce((SELECT h.held -> d.group_ FROM default_held h), '[]'::jsonb) AS ns) u,
+                    generate_series(1, least((SELECT g.concurrency FROM group_default g), jsonb_array_length(u.ns) + d.rn::int)) x(n)
+               WHERE NOT u.ns @> to_jsonb(x.n)) END AS ns,
              -- its tokens free: the first rn of them at most (among the used ones + rn); null: no default rate
              CASE WHEN EXISTS (SELECT 1 FROM group_rate) THEN (
                SELECT coalesce(array_agg(x.n ORDER BY x.n), '{}')

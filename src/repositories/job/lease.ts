@@ -34,6 +34,12 @@ export interface LeaseResult {
   refused?: number;
   /** Lanes may hold more runnable jobs than this claim took (it left slots empty): claim again for them. */
   more?: boolean;
+  /**
+   * A lane gave no job although it held a runnable one in this claim's snapshot: another claim took
+   * or locked it meanwhile (two claims whose walks over the groups met the same lanes). Claim again,
+   * even with nothing taken: the other claim has moved on, and a new walk starts elsewhere.
+   */
+  contended?: boolean;
   /** In claim order (by turn between groups, then run_at, id within a group), which is also slot order. */
   leased: LeasedInSlot[];
   dropped: DroppedJob[];
@@ -42,12 +48,22 @@ export interface LeaseResult {
 /**
  * Whether a claim that left slots empty should be made again for them: the periodic drop check, a
  * type or group limit (a permit another lease took first) and the share of each group (fairness:
- * `more`) leave slots empty while jobs may remain — unless the claim found nothing at all.
+ * `more`) leave slots empty while jobs may remain — unless the claim found nothing at all. A claim
+ * that met another one on its lanes (`contended`) is made again, also when it took nothing, in
+ * its first CONTENDED_EMPTY_ROUNDS rounds (`round`: how many claims came before it).
  */
-export function claimAgain(r: LeaseResult): boolean {
+export function claimAgain(r: LeaseResult, round = 0): boolean {
   const progressed = r.leased.length > 0 || r.dropped.length > 0 || (r.refused ?? 0) > 0;
+  if (r.contended === true && (progressed || round < CONTENDED_EMPTY_ROUNDS)) return true;
   return progressed && (r.dropped.length > 0 || (r.refused ?? 0) > 0 || r.more === true);
 }
+
+/**
+ * Claims in a row (from the first, round 0) after which one that took nothing because of contention
+ * is not repeated: rows another transaction holds for long (a bulk action, a user's lock) must not
+ * make every claim spin.
+ */
+export const CONTENDED_EMPTY_ROUNDS = 3;
 
 /**
  * Claims up to `slots.length` runnable jobs in ONE statement: queued, run_at <= now, matching the
@@ -80,7 +96,14 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
     // the hash ring of groups when there are more
     want: Math.min(Math.max(p.slots.length, 32), 200),
   };
-  type Row = JobRow & { task_state: unknown; dropped: boolean; slot: number | null; refused: number | null; more: boolean | null };
+  type Row = JobRow & {
+    task_state: unknown;
+    dropped: boolean;
+    slot: number | null;
+    refused: number | null;
+    more: boolean | null;
+    contended: boolean | null;
+  };
   const rows = await compiledOnce(db, `lease${byType ? '+type' : ''}${byGroup ? '+group' : ''}`, values, (v) => {
     const now = sql`${v.now}::timestamptz`;
     // Flow control: jobs of a paused type or group, or of one whose limit has no permit free (as of
@@ -110,6 +133,7 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`;
     const pushTypes = byType ? sql`` : sql`|| ARRAY(SELECT pt.type FROM push_type pt)`;
+    const contendedTypes = byType ? sql`true` : sql`cardinality((SELECT b.types FROM blocked_keys b)) = 0`;
     const lowerLevel = byType
       ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${laneTypes}) AND j.priority < (SELECT max(priority) FROM lanes)`
       : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
@@ -162,7 +186,12 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
       SELECT (SELECT count(*) FROM candidates) < ${v.limit} AND (
                EXISTS (SELECT 1 FROM picked GROUP BY lane_type, group_ HAVING count(*) >= (SELECT q FROM quota))
                OR (SELECT count(*) FROM lanes) >= ${v.want}
-               OR EXISTS (${lowerLevel})) AS more
+               OR EXISTS (${lowerLevel})) AS more,
+             -- a lane that gave nothing: its job, runnable in this snapshot, was taken or locked by
+             -- another claim since (the lane walk and the lane's pick read the same rows, unless an
+             -- untyped claim leaves out blocked types, which the walk does not)
+             (SELECT count(*) FROM candidates) < ${v.limit} AND ${contendedTypes}
+               AND (SELECT count(*) FROM (SELECT DISTINCT p.lane_type, p.group_ FROM picked p) x) < (SELECT count(*) FROM top_lanes) AS contended
     ),
     -- candidates under a limit: one row per limit that applies (type and group), ranked within it
     needs AS MATERIALIZED (
@@ -331,26 +360,30 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
       UPDATE periodic_task t SET last_run = ${now}
       WHERE t.id IN (SELECT d.periodic_task_id FROM decided d WHERE d.has_task AND NOT d.to_drop)
     )
-    SELECT ${jobCols('l')}, l.task_state, l.slot, false AS dropped, 0 AS refused, false AS more FROM leased l
+    SELECT ${jobCols('l')}, l.task_state, l.slot, false AS dropped, 0 AS refused, false AS more, false AS contended FROM leased l
     UNION ALL
-    SELECT ${jobCols('x')}, x.task_state, x.slot, true, 0, false FROM dropped x
+    SELECT ${jobCols('x')}, x.task_state, x.slot, true, 0, false, false FROM dropped x
     UNION ALL
-    -- how many candidates a limit refused, and whether lanes may hold more, so the caller may claim again for their slots
-    SELECT ${sql.join(JOB_COLUMNS.map(() => sql`NULL`))}, NULL, NULL, false, (SELECT count(*)::int FROM all_refused), (SELECT m.more FROM more m)
-    WHERE EXISTS (SELECT 1 FROM all_refused) OR (SELECT m.more FROM more m)`;
+    -- how many candidates a limit refused, whether lanes may hold more and whether another claim
+    -- took a lane's job, so the caller may claim again for their slots
+    SELECT ${sql.join(JOB_COLUMNS.map(() => sql`NULL`))}, NULL, NULL, false, (SELECT count(*)::int FROM all_refused), m.more, m.contended
+    FROM more m
+    WHERE EXISTS (SELECT 1 FROM all_refused) OR m.more OR m.contended`;
   });
 
   const leased: LeasedInSlot[] = [];
   const dropped: DroppedJob[] = [];
   let refused = 0;
   let more = false;
+  let contended = false;
   for (const r of rows) {
     if (r.id === null) {
       refused = r.refused ?? 0;
       more = r.more === true;
+      contended = r.contended === true;
     } else if (r.dropped) dropped.push({ id: String(r.id), taskId: r.periodic_task_id, error: r.error });
     else leased.push(leasedFromRow(r, r.task_state ?? null, Number(r.slot) - 1));
   }
   leased.sort((a, b) => a.slot - b.slot);
-  return { leased, dropped, refused, more };
+  return { leased, dropped, refused, more, contended };
 }
