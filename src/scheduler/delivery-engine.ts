@@ -179,7 +179,12 @@ export class DeliveryEngine extends LoopService {
         else if (a.status === 'pending') result.retried++;
         else result.failed++;
       }
-      if (claimed.length < this.maxInFlight) return result;
+      if (claimed.length < this.maxInFlight) {
+        // done unless more is due: events another instance was turning into deliveries meanwhile
+        const next = await deliveryNextDue(this.ctx.db);
+        if (next === null || next.getTime() > now.getTime()) return result;
+        if (claimed.length === 0) await new Promise((r) => setTimeout(r, 5));
+      }
     }
   }
 
