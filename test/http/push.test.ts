@@ -24,7 +24,7 @@ type Pushed = PushSenderEvents['pushed'][0];
 const pushed: Pushed[] = [];
 
 useJobsApi(
-  { clean: ['push_type', 'webhook_delivery', 'webhook', 'job', 'flow_slot', 'flow_token', 'flow_policy'] },
+  { clean: ['push_type', 'webhook_event', 'webhook_delivery', 'webhook', 'job', 'flow_slot', 'flow_token', 'flow_policy'] },
   (f) => ({ tdb, api } = f),
 );
 
