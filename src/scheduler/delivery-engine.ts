@@ -101,6 +101,8 @@ export class DeliveryEngine extends LoopService {
   private readonly stopping = new AbortController();
   private nextOverdueLook = 0;
   private readonly budget: TokenBucket;
+  /** Until when the last step waits for the budget (0: it does not): notifications change nothing before. */
+  private budgetWaitUntil = 0;
   private unsubscribe: (() => void) | null = null;
   /** The push types' half of the engine (push-sender.ts), sharing its connections and its stop. */
   readonly push: PushSender | null;
@@ -132,7 +134,11 @@ export class DeliveryEngine extends LoopService {
   }
 
   override start(): void {
-    this.unsubscribe ??= this.ctx.notifications.subscribe(CHANNELS.deliveries, () => this.loop.wake());
+    this.unsubscribe ??= this.ctx.notifications.subscribe(CHANNELS.deliveries, () => {
+      // while the budget holds the engine back, a report's notification would only wake it to
+      // find it still empty: the loop wakes by itself when the budget has room again
+      if (this.ctx.clock.now().getTime() >= this.budgetWaitUntil || this.options.busy?.() !== true) this.loop.wake();
+    });
     super.start();
     this.push?.start();
   }
@@ -190,6 +196,7 @@ export class DeliveryEngine extends LoopService {
 
   private async step(): Promise<number> {
     const now = this.ctx.clock.now();
+    this.budgetWaitUntil = 0;
     if (now.getTime() >= this.nextOverdueLook) {
       const announced = await taskAnnounceOverdue(this.ctx.db, now, 1_000);
       if (announced.length > 0) this.ctx.logger.info({ tasks: announced }, 'periodic tasks turned overdue');
@@ -204,7 +211,9 @@ export class DeliveryEngine extends LoopService {
       // transaction for every report's notification that wakes the loop
       const batch = Math.min(free, Math.max(1, Math.floor(this.budget.burst / 2)));
       if (this.budget.available(nowMs) < batch) {
-        return Math.max(1, Math.min(this.budget.msUntil(batch, nowMs), this.nextOverdueLook - nowMs));
+        const wait = Math.max(1, Math.min(this.budget.msUntil(batch, nowMs), this.nextOverdueLook - nowMs));
+        this.budgetWaitUntil = nowMs + wait;
+        return wait;
       }
     }
     const room = budgeted ? Math.max(0, Math.min(free, this.budget.available(nowMs))) : free;
@@ -236,8 +245,11 @@ export class DeliveryEngine extends LoopService {
     // more than half full: the attempts that end wake the loop
     if (this.inFlight.size > this.maxInFlight / 2) return untilOverdueLook;
     // more may be due: at once, or when the budget has room again
-    if (claimed > 0 && claimed === room) return Math.min(budgetWait, untilOverdueLook);
-    if (room === 0 && budgetWait > 0) return Math.min(budgetWait, untilOverdueLook);
+    if ((claimed > 0 && claimed === room) || (room === 0 && budgetWait > 0)) {
+      const wait = Math.min(budgetWait, untilOverdueLook);
+      if (budgeted) this.budgetWaitUntil = nowMs + wait;
+      return wait;
+    }
     const next = await deliveryNextDue(this.ctx.db);
     const untilDue = next === null ? this.idleMs : Math.max(0, next.getTime() - nowMs);
     return Math.min(Math.max(untilDue, budgetWait), untilOverdueLook, this.idleMs);
