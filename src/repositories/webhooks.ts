@@ -231,7 +231,11 @@ export async function deliveryFanOut(db: Executor, need?: number): Promise<numbe
        ORDER BY g.id, s.i, w.id
       RETURNING 1
     )
-    SELECT count(*)::int AS n FROM made`.execute(db.kysely);
+    -- the deliveries' ids are what receivers dedup by: a transaction that makes them commits
+    -- durably even where the engine's claims do not (deliveryCommitLazily), so that a crash of the
+    -- database cannot make an event's deliveries again under other ids after some were sent
+    SELECT n, CASE WHEN n > 0 THEN set_config('synchronous_commit', 'on', true) END AS durable
+      FROM (SELECT count(*)::int AS n FROM made) m`.execute(db.kysely);
   return rows[0]?.n ?? 0;
 }
 

@@ -1,6 +1,8 @@
 import { expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { deliveryClaim } from '../../src/repositories/webhooks.js';
+import { sql } from 'kysely';
+import { type Executor, withTransaction } from '../../src/db/executor.js';
+import { deliveryClaim, deliveryCommitLazily, deliveryFanOut } from '../../src/repositories/webhooks.js';
 import type { DeliveryEngine } from '../../src/scheduler/delivery-engine.js';
 import { bearer } from '../support/app.js';
 import type { TestDatabase } from '../support/db.js';
@@ -140,4 +142,17 @@ it('makes the deliveries of events another instance is turning into deliveries o
   } finally {
     client.release();
   }
+});
+
+it("commits a claim that made deliveries durably, even in the engine's lazily committed transaction", async () => {
+  await subscribe();
+  await finish(3);
+  const setting = (tx: Executor) => sql<{ s: string }>`SELECT current_setting('synchronous_commit') AS s`.execute(tx.kysely);
+  const seen = await withTransaction(api.stack.ctx.db, async (tx) => {
+    await deliveryCommitLazily(tx);
+    const lazy = (await setting(tx)).rows[0]!.s;
+    const made = await deliveryFanOut(tx, 10);
+    return { lazy, made, after: (await setting(tx)).rows[0]!.s };
+  });
+  expect(seen).toEqual({ lazy: 'off', made: 3, after: 'on' });
 });
