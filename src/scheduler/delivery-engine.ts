@@ -74,9 +74,10 @@ const TIMESTAMP_COLUMNS = [
 ];
 
 /**
- * Sends the outbox of webhook deliveries (migration 0022). Instances claim due deliveries with FOR
- * UPDATE SKIP LOCKED, one attempt each, so no two send the same attempt; a NOTIFY from the triggers
- * that record deliveries wakes the loop, and its sleep ends when the next retry is due. Requests go
+ * Sends the outbox of webhook deliveries (migrations 0022, 0028). Instances claim due deliveries
+ * with FOR UPDATE SKIP LOCKED, one attempt each, so no two send the same attempt, and turn recorded
+ * events into deliveries when fewer are due than they have room for; a NOTIFY from the triggers
+ * that record events wakes the loop, and its sleep ends when the next retry is due. Requests go
  * through undici with keep-alive connections, a timeout each and at most `maxInFlight` at once;
  * redirects are never followed (a 3xx is a failed attempt). A failed attempt is retried with
  * exponential backoff and jitter (domain/delivery.ts) for at least 24 h. The loop also announces
