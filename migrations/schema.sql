@@ -924,15 +924,18 @@ BEGIN
   IF NOT EXISTS (SELECT 1 FROM webhook WHERE events && '{job.finished,job.failed,job.dropped,job.cancelled}'::text[]) THEN
     RETURN NULL;
   END IF;
-  INSERT INTO webhook_delivery (webhook_id, event, subject, at, next_attempt_at, created_at)
-    SELECT w.id, e.event, n.id::text, n.finished_at, n.finished_at, n.finished_at
-      FROM jobclock_new n
-     CROSS JOIN LATERAL (SELECT 'job.' || n.state AS event) e
-      JOIN webhook w ON e.event = ANY (w.events)
-                    AND (w.filter_type IS NULL OR w.filter_type = n.type)
-                    AND (w.filter_group IS NULL OR w.filter_group = n.group_)
-                    AND (w.filter_task IS NULL OR w.filter_task = n.periodic_task_id)
-     WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled') AND n.finished_at = n.updated_at;
+  INSERT INTO webhook_event (event, subjects, webhook_ids, at)
+    SELECT m.event, array_agg(m.id::text ORDER BY m.id), m.webhook_ids, m.finished_at
+      FROM (SELECT n.id, n.finished_at, e.event, array_agg(w.id ORDER BY w.id) AS webhook_ids
+              FROM jobclock_new n
+             CROSS JOIN LATERAL (SELECT 'job.' || n.state AS event) e
+              JOIN webhook w ON e.event = ANY (w.events)
+                            AND (w.filter_type IS NULL OR w.filter_type = n.type)
+                            AND (w.filter_group IS NULL OR w.filter_group = n.group_)
+                            AND (w.filter_task IS NULL OR w.filter_task = n.periodic_task_id)
+             WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled') AND n.finished_at = n.updated_at
+             GROUP BY n.id, n.finished_at, e.event) m
+     GROUP BY m.event, m.webhook_ids, m.finished_at;
   GET DIAGNOSTICS k = ROW_COUNT;
   IF k > 0 THEN
     PERFORM pg_notify('jobclock_deliveries', '');
@@ -961,20 +964,21 @@ CREATE OR REPLACE FUNCTION public.jobclock_webhook_task_event(t periodic_task, e
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-  k bigint;
+  ids bigint[];
 BEGIN
-  INSERT INTO webhook_delivery (webhook_id, event, subject, at, payload, next_attempt_at, created_at)
-    SELECT w.id, ev, t.id, ev_at, jobclock_webhook_task(t, ev_status), ev_at, ev_at
-      FROM webhook w
-     WHERE ev = ANY (w.events)
-       AND (w.filter_type IS NULL OR w.filter_type = t.task)
-       AND (w.filter_group IS NULL OR w.filter_group = t.group_)
-       AND (w.filter_task IS NULL OR w.filter_task = t.id);
-  GET DIAGNOSTICS k = ROW_COUNT;
-  IF k > 0 THEN
-    PERFORM pg_notify('jobclock_deliveries', '');
+  SELECT array_agg(w.id ORDER BY w.id) INTO ids
+    FROM webhook w
+   WHERE ev = ANY (w.events)
+     AND (w.filter_type IS NULL OR w.filter_type = t.task)
+     AND (w.filter_group IS NULL OR w.filter_group = t.group_)
+     AND (w.filter_task IS NULL OR w.filter_task = t.id);
+  IF ids IS NULL THEN
+    RETURN 0;
   END IF;
-  RETURN k;
+  INSERT INTO webhook_event (event, subjects, webhook_ids, at, payload)
+    VALUES (ev, ARRAY[t.id::text], ids, ev_at, jobclock_webhook_task(t, ev_status));
+  PERFORM pg_notify('jobclock_deliveries', '');
+  RETURN cardinality(ids);
 END;
 $function$;
 
@@ -1212,7 +1216,17 @@ CREATE TABLE webhook_delivery (
   last_status_code integer,
   last_error text,
   created_at timestamp with time zone NOT NULL,
-  delivered_at timestamp with time zone
+  delivered_at timestamp with time zone,
+  held_until timestamp with time zone
+) WITH (autovacuum_vacuum_scale_factor=0.05, fillfactor=80);
+
+CREATE TABLE webhook_event (
+  id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+  event text NOT NULL,
+  subjects text[] NOT NULL,
+  webhook_ids bigint[] NOT NULL,
+  at timestamp with time zone NOT NULL,
+  payload jsonb
 ) WITH (autovacuum_vacuum_scale_factor=0.05);
 
 CREATE TABLE job_search_default PARTITION OF job_search DEFAULT WITH (autovacuum_vacuum_insert_threshold=-1);
@@ -1296,6 +1310,9 @@ ALTER TABLE ONLY webhook ADD CONSTRAINT webhook_url_check CHECK ((url ~* '^https
 ALTER TABLE ONLY webhook_delivery ADD CONSTRAINT webhook_delivery_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY webhook_delivery ADD CONSTRAINT webhook_delivery_check CHECK (((status = 'pending'::text) = (next_attempt_at IS NOT NULL)));
 ALTER TABLE ONLY webhook_delivery ADD CONSTRAINT webhook_delivery_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])));
+ALTER TABLE ONLY webhook_event ADD CONSTRAINT webhook_event_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY webhook_event ADD CONSTRAINT webhook_event_subjects_check CHECK ((cardinality(subjects) > 0));
+ALTER TABLE ONLY webhook_event ADD CONSTRAINT webhook_event_webhook_ids_check CHECK ((cardinality(webhook_ids) > 0));
 
 -- Indexes
 

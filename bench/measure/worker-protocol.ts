@@ -225,7 +225,9 @@ async function startHooks(base: string, n: number): Promise<{ close(): Promise<v
 /** Delivered webhook deliveries, and those still pending. */
 async function deliveryCounts(db: { exec(text: string): Promise<{ rows: unknown[] }> }): Promise<{ delivered: number; pending: number }> {
   const { rows } = await db.exec(
-    `select count(*) filter (where status = 'delivered')::int as delivered, count(*) filter (where status = 'pending')::int as pending
+    `select count(*) filter (where status = 'delivered')::int as delivered,
+            count(*) filter (where status = 'pending')::int
+              + (select coalesce(sum(cardinality(subjects) * cardinality(webhook_ids)), 0)::int from webhook_event) as pending
        from webhook_delivery`,
   );
   return rows[0] as { delivered: number; pending: number };

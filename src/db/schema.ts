@@ -203,10 +203,25 @@ export interface WebhookDeliveryTable {
   status: Generated<'pending' | 'delivered' | 'failed'>;
   attempts: Generated<number>;
   next_attempt_at: NullableTimestamp;
+  /** A claimed attempt's hold (migration 0028): not due again before it ends. */
+  held_until: NullableTimestamp;
   last_status_code: number | null;
   last_error: string | null;
   created_at: Timestamp;
   delivered_at: NullableTimestamp;
+}
+
+/**
+ * The outbox of webhook events (migration 0028): one row per event kind, moment and matching
+ * subscriptions of one statement, turned into webhook_delivery rows when the engine claims them.
+ */
+export interface WebhookEventTable {
+  id: ColumnType<number | string, never, never>;
+  event: string;
+  subjects: string[];
+  webhook_ids: (number | string)[];
+  at: Timestamp;
+  payload: Json;
 }
 
 export interface KyselyMigrationTable {
@@ -254,6 +269,7 @@ export interface Database {
   periodic_slot: PeriodicSlotTable;
   webhook: WebhookTable;
   webhook_delivery: WebhookDeliveryTable;
+  webhook_event: WebhookEventTable;
   job_event: JobEventTable;
   job_dependency: JobDependencyTable;
   job_search: JobSearchTable;

@@ -1,7 +1,8 @@
 /**
- * Webhook subscriptions and their outbox of deliveries (migration 0022). Job and task events are
- * written by triggers in the transaction that causes them; task.overdue, which no write causes,
- * by taskAnnounceOverdue. The delivery engine claims, sends and records through the rest.
+ * Webhook subscriptions, their outbox of events and their deliveries (migrations 0022, 0028). Job
+ * and task events are written by triggers in the transaction that causes them; task.overdue, which
+ * no write causes, by taskAnnounceOverdue. The delivery engine turns events into deliveries as it
+ * claims them, sends and records through the rest.
  */
 import { sql } from 'kysely';
 import type { Executor } from '../db/executor.js';
@@ -168,7 +169,11 @@ interface DeliveryRow {
   delivered_at: Date | null;
 }
 
-/** A webhook's deliveries, newest first, before the delivery `before`. */
+/**
+ * A webhook's deliveries, newest first, before the delivery `before`; a claimed attempt's
+ * nextAttemptAt is the end of its hold. Events not yet turned into deliveries are not among them:
+ * call deliveryFanOut first.
+ */
 export async function deliveryList(
   db: Executor,
   webhookId: string,
@@ -176,7 +181,7 @@ export async function deliveryList(
 ): Promise<DeliveryRecord[]> {
   const { rows } = await sql<DeliveryRow>`
     SELECT id::text AS id, webhook_id::text AS webhook_id, event, status, attempts, last_status_code, last_error,
-           next_attempt_at, created_at, delivered_at
+           greatest(next_attempt_at, held_until) AS next_attempt_at, created_at, delivered_at
     FROM webhook_delivery
     WHERE webhook_id = ${webhookId}::bigint
       AND ${q.before === undefined ? sql`true` : sql`id < ${q.before}::bigint`}
@@ -197,11 +202,59 @@ export async function deliveryList(
 }
 
 /**
+ * Turns recorded events (migration 0028's webhook_event) into deliveries, one per subject and
+ * subscription that matched when the event happened and still exists, oldest events first, in one
+ * statement. `need`: at least that many deliveries if that many are waiting, skipping events
+ * another instance is turning meanwhile (the engine's claim). Without: every event, waiting for
+ * those another transaction holds (a listing, which must show them all). Returns how many
+ * deliveries were made.
+ */
+export async function deliveryFanOut(db: Executor, need?: number): Promise<number> {
+  const pick =
+    need === undefined
+      ? sql`SELECT id, 0 AS n FROM webhook_event ORDER BY id FOR UPDATE`
+      : sql`SELECT id, cardinality(subjects) * cardinality(webhook_ids) AS n FROM webhook_event
+            ORDER BY id LIMIT ${need} FOR UPDATE SKIP LOCKED`;
+  const { rows } = await sql<{ n: number }>`
+    WITH picked AS (${pick}),
+    chosen AS (
+      SELECT id FROM (SELECT id, sum(n) OVER (ORDER BY id) - n AS before FROM picked) s
+      WHERE ${need === undefined ? sql`true` : sql`before < ${need}`}
+    ),
+    gone AS (DELETE FROM webhook_event e USING chosen c WHERE e.id = c.id RETURNING e.*),
+    made AS (
+      INSERT INTO webhook_delivery (webhook_id, event, subject, at, payload, next_attempt_at, created_at)
+      SELECT w.id, g.event, s.subject, g.at, g.payload, g.at, g.at
+        FROM gone g
+       CROSS JOIN LATERAL unnest(g.subjects) WITH ORDINALITY AS s(subject, i)
+        JOIN webhook w ON w.id = ANY (g.webhook_ids)
+       ORDER BY g.id, s.i, w.id
+      RETURNING 1
+    )
+    -- the deliveries' ids are what receivers dedup by: a transaction that makes them commits
+    -- durably even where the engine's claims do not (deliveryCommitLazily), so that a crash of the
+    -- database cannot make an event's deliveries again under other ids after some were sent
+    SELECT n, CASE WHEN n > 0 THEN set_config('synchronous_commit', 'on', true) END AS durable
+      FROM (SELECT count(*)::int AS n FROM made) m`.execute(db.kysely);
+  return rows[0]?.n ?? 0;
+}
+
+/**
  * Claims up to `limit` due deliveries for one attempt each, skipping rows another instance is
- * claiming: each counts the attempt and moves next_attempt_at `holdMs` ahead (past the request's
- * timeout), so no other instance sends it meanwhile, and one that died mid-attempt is retried then.
+ * claiming: each counts the attempt and is held `holdMs` (past the request's timeout), so no other
+ * instance sends it meanwhile, and one that died mid-attempt is retried then. The hold is a column
+ * outside every index, so the claim's update can be HOT. When fewer deliveries than `limit` are
+ * due, recorded events are turned into deliveries (deliveryFanOut) and those claimed too.
  */
 export async function deliveryClaim(db: Executor, now: Date, limit: number, holdMs: number): Promise<ClaimedDelivery[]> {
+  const claimed = await claimDue(db, now, limit, holdMs);
+  if (claimed.length < limit && (await deliveryFanOut(db, limit - claimed.length)) > 0) {
+    claimed.push(...(await claimDue(db, now, limit - claimed.length, holdMs)));
+  }
+  return claimed;
+}
+
+async function claimDue(db: Executor, now: Date, limit: number, holdMs: number): Promise<ClaimedDelivery[]> {
   const { rows } = await sql<{
     id: string;
     event: WebhookEvent;
@@ -216,6 +269,7 @@ export async function deliveryClaim(db: Executor, now: Date, limit: number, hold
     WITH due AS (
       SELECT id, webhook_id FROM webhook_delivery
       WHERE status = 'pending' AND next_attempt_at <= ${now}::timestamptz
+        AND (held_until IS NULL OR held_until <= ${now}::timestamptz)
       ORDER BY next_attempt_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
@@ -226,7 +280,7 @@ export async function deliveryClaim(db: Executor, now: Date, limit: number, hold
       WHERE x.id = due.id AND NOT EXISTS (SELECT 1 FROM webhook w WHERE w.id = due.webhook_id)
     )
     UPDATE webhook_delivery d
-       SET attempts = d.attempts + 1, next_attempt_at = ${now}::timestamptz + ${holdMs} * interval '1 millisecond'
+       SET attempts = d.attempts + 1, held_until = ${now}::timestamptz + ${holdMs} * interval '1 millisecond'
       FROM due, webhook w
      WHERE d.id = due.id AND w.id = d.webhook_id
     RETURNING d.id::text AS id, d.event, d.subject, d.at,
@@ -277,6 +331,7 @@ export async function deliveryRecord(db: Executor, attempts: readonly DeliveryAt
     UPDATE webhook_delivery d SET
       status = i.status,
       next_attempt_at = i.next_at,
+      held_until = NULL,
       last_status_code = i.code,
       last_error = i.error,
       delivered_at = CASE WHEN i.status = 'delivered' THEN ${now}::timestamptz END
@@ -285,10 +340,18 @@ export async function deliveryRecord(db: Executor, attempts: readonly DeliveryAt
   return Number(r.numAffectedRows ?? 0);
 }
 
-/** When the earliest pending delivery is due (null: none is pending). */
+/**
+ * When the earliest pending delivery is due (null: none is pending): a recorded event is due when
+ * it happened; a held delivery when its hold ends (looked for among the first thousand by
+ * next_attempt_at, more than the attempts all instances hold at once).
+ */
 export async function deliveryNextDue(db: Executor): Promise<Date | null> {
   const { rows } = await sql<{ at: Date | null }>`
-    SELECT min(next_attempt_at) AS at FROM webhook_delivery WHERE status = 'pending'`.execute(db.kysely);
+    SELECT least(
+      (SELECT at FROM webhook_event ORDER BY id LIMIT 1),
+      (SELECT min(greatest(next_attempt_at, held_until)) FROM (
+         SELECT next_attempt_at, held_until FROM webhook_delivery WHERE status = 'pending'
+         ORDER BY next_attempt_at LIMIT 1000) s)) AS at`.execute(db.kysely);
   return rows[0]?.at ?? null;
 }
 

@@ -74,9 +74,10 @@ const TIMESTAMP_COLUMNS = [
 ];
 
 /**
- * Sends the outbox of webhook deliveries (migration 0022). Instances claim due deliveries with FOR
- * UPDATE SKIP LOCKED, one attempt each, so no two send the same attempt; a NOTIFY from the triggers
- * that record deliveries wakes the loop, and its sleep ends when the next retry is due. Requests go
+ * Sends the outbox of webhook deliveries (migrations 0022, 0028). Instances claim due deliveries
+ * with FOR UPDATE SKIP LOCKED, one attempt each, so no two send the same attempt, and turn recorded
+ * events into deliveries when fewer are due than they have room for; a NOTIFY from the triggers
+ * that record events wakes the loop, and its sleep ends when the next retry is due. Requests go
  * through undici with keep-alive connections, a timeout each and at most `maxInFlight` at once;
  * redirects are never followed (a 3xx is a failed attempt). A failed attempt is retried with
  * exponential backoff and jitter (domain/delivery.ts) for at least 24 h. The loop also announces
@@ -101,6 +102,8 @@ export class DeliveryEngine extends LoopService {
   private readonly stopping = new AbortController();
   private nextOverdueLook = 0;
   private readonly budget: TokenBucket;
+  /** Until when the last step waits for the budget (0: it does not): notifications change nothing before. */
+  private budgetWaitUntil = 0;
   private unsubscribe: (() => void) | null = null;
   /** The push types' half of the engine (push-sender.ts), sharing its connections and its stop. */
   readonly push: PushSender | null;
@@ -132,7 +135,11 @@ export class DeliveryEngine extends LoopService {
   }
 
   override start(): void {
-    this.unsubscribe ??= this.ctx.notifications.subscribe(CHANNELS.deliveries, () => this.loop.wake());
+    this.unsubscribe ??= this.ctx.notifications.subscribe(CHANNELS.deliveries, () => {
+      // while the budget holds the engine back, a report's notification would only wake it to
+      // find it still empty: the loop wakes by itself when the budget has room again
+      if (this.ctx.clock.now().getTime() >= this.budgetWaitUntil || this.options.busy?.() !== true) this.loop.wake();
+    });
     super.start();
     this.push?.start();
   }
@@ -179,12 +186,18 @@ export class DeliveryEngine extends LoopService {
         else if (a.status === 'pending') result.retried++;
         else result.failed++;
       }
-      if (claimed.length < this.maxInFlight) return result;
+      if (claimed.length < this.maxInFlight) {
+        // done unless more is due: events another instance was turning into deliveries meanwhile
+        const next = await deliveryNextDue(this.ctx.db);
+        if (next === null || next.getTime() > now.getTime()) return result;
+        if (claimed.length === 0) await new Promise((r) => setTimeout(r, 5));
+      }
     }
   }
 
   private async step(): Promise<number> {
     const now = this.ctx.clock.now();
+    this.budgetWaitUntil = 0;
     if (now.getTime() >= this.nextOverdueLook) {
       const announced = await taskAnnounceOverdue(this.ctx.db, now, 1_000);
       if (announced.length > 0) this.ctx.logger.info({ tasks: announced }, 'periodic tasks turned overdue');
@@ -199,7 +212,9 @@ export class DeliveryEngine extends LoopService {
       // transaction for every report's notification that wakes the loop
       const batch = Math.min(free, Math.max(1, Math.floor(this.budget.burst / 2)));
       if (this.budget.available(nowMs) < batch) {
-        return Math.max(1, Math.min(this.budget.msUntil(batch, nowMs), this.nextOverdueLook - nowMs));
+        const wait = Math.max(1, Math.min(this.budget.msUntil(batch, nowMs), this.nextOverdueLook - nowMs));
+        this.budgetWaitUntil = nowMs + wait;
+        return wait;
       }
     }
     const room = budgeted ? Math.max(0, Math.min(free, this.budget.available(nowMs))) : free;
@@ -231,8 +246,11 @@ export class DeliveryEngine extends LoopService {
     // more than half full: the attempts that end wake the loop
     if (this.inFlight.size > this.maxInFlight / 2) return untilOverdueLook;
     // more may be due: at once, or when the budget has room again
-    if (claimed > 0 && claimed === room) return Math.min(budgetWait, untilOverdueLook);
-    if (room === 0 && budgetWait > 0) return Math.min(budgetWait, untilOverdueLook);
+    if ((claimed > 0 && claimed === room) || (room === 0 && budgetWait > 0)) {
+      const wait = Math.min(budgetWait, untilOverdueLook);
+      if (budgeted) this.budgetWaitUntil = nowMs + wait;
+      return wait;
+    }
     const next = await deliveryNextDue(this.ctx.db);
     const untilDue = next === null ? this.idleMs : Math.max(0, next.getTime() - nowMs);
     return Math.min(Math.max(untilDue, budgetWait), untilOverdueLook, this.idleMs);

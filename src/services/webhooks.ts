@@ -1,6 +1,7 @@
 import { type DeliveryStatus, type WebhookEvent, webhookUrlProblem } from '../domain/delivery.js';
 import { InvalidInputError, NotFoundError } from '../domain/errors.js';
 import {
+  deliveryFanOut,
   deliveryList,
   type DeliveryRecord,
   isWebhookId,
@@ -132,6 +133,8 @@ export class WebhookService {
   ): Promise<{ items: DeliveryRecord[]; nextCursor: string | null }> {
     await this.get(id);
     const before = q.cursor === undefined ? undefined : decodeCursor('d', q.cursor, isWebhookId);
+    // events the engine has not claimed yet are pending deliveries too: made now, so they are listed
+    await deliveryFanOut(this.ctx.db);
     const rows = await deliveryList(this.ctx.db, id, { before, limit: q.limit + 1, status: q.status });
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];

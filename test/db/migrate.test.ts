@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createDb, type Db, ensureDatabase } from '../../src/db/database.js';
 import { migrateToLatest, migrationsDir } from '../../src/db/migrate.js';
+import { deliveryClaim } from '../../src/repositories/webhooks.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { searchPartitions } from '../support/search-partitions.js';
 import { SQLSTATE } from '../../src/db/pg-errors.js';
@@ -218,6 +219,40 @@ it('0018 moves the rows of job_search into partitions of a million ids, which ta
       await db.pool.query(`UPDATE job SET state = 'finished', finished_at = now() WHERE state = 'queued'`);
       const { rows: after } = await db.pool.query(`SELECT tableoid::regclass::text AS part FROM job_search`);
       expect(after).toEqual([{ part: 'job_search_p0' }, { part: 'job_search_p0' }]);
+    },
+  );
+});
+
+it('0028 keeps the deliveries pending before it, claimable as they were, and records later events once', async () => {
+  const at = new Date('2026-11-20T00:00:00.000Z');
+  await acrossMigration(
+    '0028',
+    async (db) => {
+      await db.pool.query(
+        `INSERT INTO webhook (url, events, secret, created_at, updated_at) VALUES ('http://127.0.0.1:1/hook', '{job.finished}', 'plain:s', $1, $1)`,
+        [at],
+      );
+      // one due, one claimed by an instance (held until a minute later), one delivered
+      await db.pool.query(
+        `INSERT INTO webhook_delivery (webhook_id, event, subject, at, next_attempt_at, attempts, status, created_at, delivered_at)
+         SELECT w.id, 'job.finished', s.subject, $1, s.next, s.attempts, s.status, $1, s.delivered
+           FROM webhook w, (VALUES ('1', $1::timestamptz, 0, 'pending', NULL::timestamptz),
+                                   ('2', $1::timestamptz + interval '1 minute', 1, 'pending', NULL),
+                                   ('3', NULL, 1, 'delivered', $1)) s(subject, next, attempts, status, delivered)`,
+        [at],
+      );
+      await twoJobs(db, 'finished');
+    },
+    async (db) => {
+      const first = await deliveryClaim(db, at, 10, 90_000);
+      expect(first.map((d) => [d.subject, d.attempts])).toEqual([['1', 1]]);
+      const later = await deliveryClaim(db, new Date(at.getTime() + 60_000), 10, 30_000);
+      expect(later.map((d) => [d.subject, d.attempts])).toEqual([['2', 2]]);
+      // a job that ends now is one event, not yet a delivery
+      await db.pool.query(`UPDATE job SET state = 'finished', finished_at = now(), updated_at = now() WHERE state = 'queued'`);
+      const { rows } = await db.pool.query('SELECT event, cardinality(subjects) AS n, cardinality(webhook_ids) AS w FROM webhook_event');
+      expect(rows).toEqual([{ event: 'job.finished', n: 1, w: 1 }]);
+      expect((await db.pool.query('SELECT count(*)::int AS n FROM webhook_delivery')).rows[0].n).toBe(3);
     },
   );
 });

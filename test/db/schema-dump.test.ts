@@ -28,6 +28,7 @@ const declared: Record<keyof Database, true> = {
   periodic_slot: true,
   webhook: true,
   webhook_delivery: true,
+  webhook_event: true,
   kysely_migration: true,
   kysely_migration_lock: true,
   jobclock_migration_checksum: true,

@@ -24,7 +24,7 @@ type Pushed = PushSenderEvents['pushed'][0];
 const pushed: Pushed[] = [];
 
 useJobsApi(
-  { clean: ['push_type', 'webhook_delivery', 'webhook', 'job', 'flow_slot', 'flow_token', 'flow_policy'] },
+  { clean: ['push_type', 'webhook_event', 'webhook_delivery', 'webhook', 'job', 'flow_slot', 'flow_token', 'flow_policy'] },
   (f) => ({ tdb, api } = f),
 );
 
@@ -254,6 +254,43 @@ describe('webhook deliveries beside busy workers', () => {
     // the workers' own signal: a lease or a report within the last second
     expect(api.stack.services.workers.busy(60_000)).toBe(true);
     expect(api.stack.services.workers.busy(0)).toBe(false);
+  });
+
+  it('are not woken by every notification while the budget holds them back', async () => {
+    const live = await createTestStack({ db: tdb.connect(3), listen: true, instanceId: 'live' });
+    extraStacks.push(live);
+    receiver.answer = () => ({ status: 204 });
+    expect((await api.post('/webhooks', { url: receiver.url, events: ['job.finished'] })).status).toBe(201);
+    expect((await api.post('/jobs/batch', { jobs: Array.from({ length: 5 }, () => ({ type: 'held' })) })).status).toBe(201);
+    const leased = await api.lease({ worker: 'w', types: ['held'], limit: 5 });
+    const reports = leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' }));
+    expect((await api.post('/jobs/reports', { reports })).status).toBe(200);
+    let busy = true;
+    const engine = new DeliveryEngine(live.ctx, { renderJob: jobDto, busy: () => busy, busyRatePerSec: 1 });
+    engines.push(engine);
+    const woken: string[] = [];
+    engine.events.on('step', ({ reason }) => woken.push(reason));
+    engine.start();
+    await receiver.received(1); // the burst of 1; the next attempt may begin a second later
+    // its end wakes the engine once (to record it): past that
+    await until(() => engine.active === 0, 'the attempt ended');
+    await sleep(50);
+    woken.length = 0;
+    const notify = async () => {
+      for (let i = 0; i < 5; i++) {
+        await tdb.db.pool.query(`SELECT pg_notify('jobclock_deliveries', '')`);
+        await sleep(20);
+      }
+      await sleep(100);
+    };
+    await notify();
+    expect(woken.filter((r) => r === 'wake')).toEqual([]);
+    expect(receiver.requests).toHaveLength(1);
+    // not held back, a notification wakes it at once
+    busy = false;
+    await notify();
+    expect(woken).toContain('wake');
+    await receiver.received(5);
   });
 });
 

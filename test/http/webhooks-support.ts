@@ -1,6 +1,11 @@
 /** A real HTTP receiver on 127.0.0.1 for the webhook tests: records every request, answers as told. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach, beforeEach } from 'vitest';
+import type { ManualClock } from '../../src/clock.js';
+import { jobDto } from '../../src/http/schemas/jobs.js';
+import { DeliveryEngine } from '../../src/scheduler/delivery-engine.js';
+import type { ServiceContext } from '../../src/services/context.js';
 
 export interface ReceivedRequest {
   method: string;
@@ -89,4 +94,28 @@ export async function startReceiver(options: { port?: number } = {}): Promise<Re
   receiver.port = (server.address() as AddressInfo).port;
   receiver.url = `http://127.0.0.1:${receiver.port}/hook`;
   return receiver;
+}
+
+/**
+ * Before each test: the clock set to `t0`, a receiver started and a delivery engine made on the
+ * stack's context (ticked by the tests, not started); both handed to `set`. Stopped after each.
+ */
+export function useReceiverAndEngine(
+  clock: ManualClock,
+  t0: string,
+  ctx: () => ServiceContext,
+  set: (receiver: Receiver, engine: DeliveryEngine) => void,
+): void {
+  let receiver: Receiver;
+  let engine: DeliveryEngine;
+  beforeEach(async () => {
+    clock.set(t0);
+    receiver = await startReceiver();
+    engine = new DeliveryEngine(ctx(), { renderJob: jobDto, random: () => 0.5 });
+    set(receiver, engine);
+  });
+  afterEach(async () => {
+    await engine.stop();
+    await receiver.close();
+  });
 }

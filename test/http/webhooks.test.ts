@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { jobDto } from '../../src/http/schemas/jobs.js';
 import { DeliveryEngine } from '../../src/scheduler/delivery-engine.js';
@@ -9,7 +9,7 @@ import { bearer, createTestStack, TOKENS } from '../support/app.js';
 import type { TestDatabase } from '../support/db.js';
 import { useJobsApi } from '../support/fixture.js';
 import { insertTask, insertTaskJob, type JobsApi } from './jobs-support.js';
-import { startReceiver, type Receiver } from './webhooks-support.js';
+import { startReceiver, type Receiver, useReceiverAndEngine } from './webhooks-support.js';
 
 const T0 = '2026-11-20T00:00:00.000Z';
 const clock = new ManualClock(T0);
@@ -18,22 +18,19 @@ let api: JobsApi;
 let engine: DeliveryEngine;
 let receiver: Receiver;
 
-useJobsApi({ clock, clean: ['webhook_delivery', 'webhook', 'job', 'periodic_task'] }, (f) => ({ tdb, api } = f));
+useJobsApi({ clock, clean: ['webhook_event', 'webhook_delivery', 'webhook', 'job', 'periodic_task'] }, (f) => ({ tdb, api } = f));
 
 const admin = bearer('admin');
 const worker = bearer('worker');
 const post = (path: string, body?: unknown) => api.post(path, body, admin);
 const get = (path: string) => api.get(path, admin);
 
-beforeEach(async () => {
-  clock.set(T0);
-  receiver = await startReceiver();
-  engine = new DeliveryEngine(api.stack.ctx, { renderJob: jobDto, random: () => 0.5 });
-});
-afterEach(async () => {
-  await engine.stop();
-  await receiver.close();
-});
+useReceiverAndEngine(
+  clock,
+  T0,
+  () => api.stack.ctx,
+  (r, e) => ((receiver = r), (engine = e)),
+);
 
 /** Subscribes the receiver (or `url`); returns the answer's body. */
 async function subscribe(body: Record<string, unknown>): Promise<Record<string, any>> {

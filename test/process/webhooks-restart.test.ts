@@ -17,7 +17,10 @@ beforeAll(() => {
 
 async function counts(): Promise<{ delivered: number; pending: number }> {
   const { rows } = await tdb.db.pool.query(
-    `SELECT count(*) FILTER (WHERE status = 'delivered')::int AS delivered, count(*) FILTER (WHERE status = 'pending')::int AS pending FROM webhook_delivery`,
+    `SELECT count(*) FILTER (WHERE status = 'delivered')::int AS delivered,
+            count(*) FILTER (WHERE status = 'pending')::int
+              + (SELECT coalesce(sum(cardinality(subjects) * cardinality(webhook_ids)), 0)::int FROM webhook_event) AS pending
+       FROM webhook_delivery`,
   );
   return rows[0];
 }
