@@ -2,6 +2,7 @@ import { Logger as GraphileLogger018, makeWorkerUtils as makeWorkerUtils018, run
 import { PgBoss as PgBoss12, type ConstructorOptions as PgBoss12Options } from 'pg-boss-12';
 import { createDb } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { searchGinIndexes } from '../../src/repositories/jobs.js';
 import type { BenchServer, FreshDatabase } from './postgres.js';
 
 export const PGBOSS_QUEUE = 'bench';
@@ -275,7 +276,7 @@ export class Templates {
  * Runs `insert`, which adds final jobs in bulk, with the row trigger that writes their search rows
  * one by one switched off, and writes those rows afterwards in one statement (migrations 0013 and
  * 0017), into the partitions the upkeep makes for the new ids first (migration 0018), as the
- * service's retention sweep does.
+ * service's SearchIndexBuilder does, which then builds the GINs of the partitions that filled (0030).
  */
 async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>): Promise<void> {
   await db.exec('alter table job disable trigger job_search_on_insert');
@@ -290,4 +291,9 @@ async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>
      select id, type, group_, worker, args, jobclock_search_text(args, subject, error) from job
       where state in ('finished', 'failed', 'dropped', 'cancelled')`,
   );
+  // and the partitions that filled get their GINs (migration 0030), as the SearchIndexBuilder does
+  await db.exec(`set maintenance_work_mem = '1GB'`);
+  const { rows } = await db.exec(`select name from jobclock_search_filled()`);
+  for (const { name } of rows as { name: string }[])
+    for (const gin of searchGinIndexes(name, true)) await db.exec(`create index if not exists ${gin.name} on ${name} using ${gin.using}`);
 }

@@ -8,6 +8,10 @@ import { migrateToLatest, migrationsDir } from '../../src/db/migrate.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { searchPartitions } from '../support/search-partitions.js';
 import { SQLSTATE } from '../../src/db/pg-errors.js';
+import { jobSearch } from '../../src/repositories/jobs.js';
+import { SearchIndexBuilder } from '../../src/scheduler/search-index-builder.js';
+import { systemClock } from '../../src/clock.js';
+import { testLogger } from '../support/app.js';
 
 let tdb: TestDatabase;
 let tmp: string;
@@ -66,7 +70,7 @@ it('records the checksums of a database migrated before they were kept, at its n
 
 /**
  * A database of its own migrated up to (not including) migration `next`; `seed` adds rows there,
- * then the rest of the migrations run and `check` looks at the result. Dropped afterwards.
+ * then `next` runs and `check` looks at the result. Dropped afterwards.
  */
 async function acrossMigration(next: string, seed: (db: Db) => Promise<unknown>, check: (db: Db) => Promise<void>): Promise<void> {
   const name = `jt_m${next}_${Date.now()}`;
@@ -77,7 +81,10 @@ async function acrossMigration(next: string, seed: (db: Db) => Promise<unknown>,
     for (const f of await readdir(before)) if (f >= next) await rm(path.join(before, f));
     await migrateToLatest(db.kysely, before);
     await seed(db);
-    await migrateToLatest(db.kysely);
+    // then up to and including `next`: what a later migration changes is its own test's
+    const through = await copyMigrations(`through-${next}`, (_f, text) => text);
+    for (const f of await readdir(through)) if (/^\d{4}_/.test(f) && f.slice(0, 4) > next) await rm(path.join(through, f));
+    await migrateToLatest(db.kysely, through);
     await check(db);
   } finally {
     await db.destroy();
@@ -218,6 +225,75 @@ it('0018 moves the rows of job_search into partitions of a million ids, which ta
       await db.pool.query(`UPDATE job SET state = 'finished', finished_at = now() WHERE state = 'queued'`);
       const { rows: after } = await db.pool.query(`SELECT tableoid::regclass::text AS part FROM job_search`);
       expect(after).toEqual([{ part: 'job_search_p0' }, { part: 'job_search_p0' }]);
+    },
+  );
+});
+
+it('0030 keeps every job and search row, narrows the partitions not yet written, and the GINs come back in bulk', async () => {
+  let seeded: { state: string; n: string }[] = [];
+  const byState = async (db: Db) =>
+    (await db.pool.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM job GROUP BY state ORDER BY state')).rows;
+  const searchRows = async (db: Db) =>
+    (await db.pool.query('SELECT id, type, group_, worker, args, text FROM job_search ORDER BY id')).rows as unknown[];
+  let rowsBefore: unknown[] = [];
+  await acrossMigration(
+    '0030',
+    async (db) => {
+      await db.pool.query(
+        `INSERT INTO job (type, group_, args, subject, worker, state, run_at, attempts, started_at, finished_at, error) VALUES
+           ('mail', 'acme', '{"customer":"kept"}', 'ended', 'w-1', 'finished', now(), 1, now(), now(), NULL),
+           ('mail', 'acme', '{"customer":"broke"}', 'ended badly', 'w-1', 'failed', now(), 3, now(), now(), '{"message":"smtp refused"}'),
+           ('mail', 'acme', '{"customer":"open"}', 'waiting', NULL, 'queued', now(), 0, NULL, NULL, NULL),
+           ('mail', 'acme', '{"customer":"later"}', 'later', NULL, 'queued', now() + interval '1 day', 0, NULL, NULL, NULL)`,
+      );
+      await db.pool.query(
+        `INSERT INTO job (type, args, state, run_at, attempts, started_at, worker, lease_token, lease_expires_at)
+         VALUES ('mail', '{"customer":"busy"}', 'running', now(), 1, now(), 'w-2', gen_random_uuid(), now() + interval '1 minute')`,
+      );
+      await db.pool.query(`INSERT INTO periodic_task (id, task, timer, nextrun, created, concurrency_policy)
+                           VALUES ('t-kept', 'mail', 'every 1h', now(), now(), 'forbid')`);
+      await db.pool.query(`INSERT INTO flow_policy (kind, name, paused, updated_at) VALUES ('type', 'mail', true, now())`);
+      seeded = await byState(db);
+      rowsBefore = await searchRows(db);
+    },
+    async (db) => {
+      expect(await byState(db)).toEqual(seeded);
+      expect(await searchRows(db)).toEqual(rowsBefore);
+      expect(rowsBefore).toHaveLength(2);
+      expect((await db.pool.query('SELECT id FROM periodic_task')).rows).toEqual([{ id: 't-kept' }]);
+      expect((await db.pool.query('SELECT name, paused FROM flow_policy')).rows).toEqual([{ name: 'mail', paused: true }]);
+      // the GINs of the table are gone; the partition holding rows stays as it was, marked to be
+      // indexed first; the empty ones ahead of it are made again 100,000 ids wide
+      const { rows: parents } = await db.pool.query<{ indexname: string }>(
+        `SELECT indexname FROM pg_indexes WHERE tablename = 'job_search' ORDER BY indexname`,
+      );
+      expect(parents.map((r) => r.indexname)).toEqual([
+        'job_search_group_idx',
+        'job_search_pkey',
+        'job_search_type_idx',
+        'job_search_worker_idx',
+      ]);
+      expect(await searchPartitions(db.pool)).toEqual([{ name: 'job_search_p0', lo: 0, hi: 1_000_000 }]);
+      // once the ids come near its end, the next ones are 100,000 ids wide
+      await db.pool.query(`SELECT setval(pg_get_serial_sequence('job', 'id'), 950000)`);
+      await db.pool.query('SELECT jobclock_search_upkeep()');
+      const ahead = (await searchPartitions(db.pool)).slice(1);
+      expect(ahead.map((p) => [p.lo, p.hi - p.lo])).toEqual([1, 2, 3].map((i) => [i * 100_000 + 900_000, 100_000]));
+      // the service runs meanwhile: a search by content reads the partition sequentially
+      const found = async () => (await jobSearch(db, { q: 'smtp refused', limit: 10 })).jobs.map((j) => j.args);
+      expect(await found()).toEqual([{ customer: 'broke' }]);
+      const builder = new SearchIndexBuilder({
+        db,
+        clock: systemClock,
+        logger: testLogger(),
+        notifications: null as never,
+        instanceId: 'migrate-test',
+        retentionMs: 7 * 24 * 3600 * 1000,
+      });
+      const step = await builder.tick();
+      expect(step.built.sort()).toEqual(['job_search_p0_args_gin', 'job_search_p0_text_gin']);
+      expect(await found()).toEqual([{ customer: 'broke' }]);
+      expect((await builder.tick()).built).toEqual([]);
     },
   );
 });

@@ -15,3 +15,19 @@ export async function repartition(pool: pg.Pool, width: number): Promise<void> {
   for (const { name } of await searchPartitions(pool)) await pool.query(`DROP TABLE ${name}`);
   await pool.query('SELECT jobclock_search_upkeep($1)', [width]);
 }
+
+/**
+ * Gives every range partition of job_search its GIN indexes now, as the SearchIndexBuilder does
+ * once a partition has filled (migration 0030), under the same names: for tests of what happens
+ * to rows that come into an indexed partition.
+ */
+export async function indexSearchPartitions(pool: pg.Pool): Promise<void> {
+  for (const { name } of await searchPartitions(pool)) {
+    await pool.query(
+      `CREATE INDEX IF NOT EXISTS ${name}_args_gin ON ${name} USING gin (args jsonb_path_ops) WITH (gin_pending_list_limit = 512)`,
+    );
+    await pool.query(
+      `CREATE INDEX IF NOT EXISTS ${name}_text_gin ON ${name} USING gin (text gin_trgm_ops) WITH (gin_pending_list_limit = 512)`,
+    );
+  }
+}
