@@ -1,27 +1,29 @@
--- job_search's two GIN indexes (args jsonb_path_ops, trigrams of the text) are no longer kept by
--- every report: they are built in bulk, once, on each partition that has filled.
+-- A finished job's search row is no longer written by the report: job_search is filled and
+-- indexed in bulk, a partition at a time, once the partition has filled.
 --
--- Writing a finished job's search row was most of the report's cost: of the ~1.9 kB of WAL a
--- finished job wrote, 1.4 kB was its search row, most of it the GIN pending-list entries (one index
--- tuple per trigram and per JSON path), and the pending lists' merges came on top. Built in bulk
--- (CREATE INDEX on a table that has all its rows), the same index costs a fraction of that: the keys
--- are sorted in memory and written once as compressed posting lists (measured on 30,000 rows in
--- batches of 100: 1.8 kB of WAL a row with both GINs kept row by row, 225 B without them; the bulk
--- build of both on 100,000 rows took 1.6 s, some 16 µs a row, in the background).
+-- Writing the search row was the largest part of the report's cost: in the README loop's report of
+-- 100 jobs, 1.05 of 2.9 ms (EXPLAIN ANALYZE) and some 450 of its 980 bytes of WAL a job (the heap row
+-- and four B-trees; with real args, the GIN pending-list entries on top: 1.4 of 1.9 kB), where
+-- pg-boss's complete writes ~540. Written in bulk, the same rows and indexes cost a fraction: one
+-- INSERT … SELECT of the partition's final jobs, then both GINs built with CREATE INDEX, whose keys
+-- are sorted in memory and written once as compressed posting lists (on 30,000 rows in batches of
+-- 100: 1.8 kB of WAL a row with the GINs kept row by row, 225 B without them; the bulk build of
+-- both on 100,000 rows took 1.6 s, some 16 µs a row, in the background).
 --
--- So a partition is written without GIN indexes while the job ids given out are in its range and
--- while many of its jobs are still open; then the instances' SearchIndexBuilder builds both with
--- CREATE INDEX CONCURRENTLY (searches and reports go on meanwhile) and from then on the few rows
--- still coming into it (jobs that ended late) are added to them one by one, as before. A content
--- search (q, args) reads the partitions not yet indexed sequentially: the newest one, of at most
--- its width of rows (100,000 by default), so partitions are narrower now (100,000 ids, growing with
--- the history to a 64th of it, at most ten times that) — before, a million ids or a 32nd.
+-- So: while a partition's range is still being given out, or many of its jobs are still open, its
+-- final jobs have no search row; a search finds them on job itself (the range is at most a
+-- partition's width: 100,000 ids by default). Each instance's SearchIndexBuilder then seals the
+-- partition (job_search_sealed), waits until every transaction that may have missed the seal has
+-- ended, copies the final jobs' rows in one statement, and builds both GINs with CREATE INDEX
+-- CONCURRENTLY (reports and searches go on meanwhile). From the seal on, the triggers write the rows
+-- of the range's jobs that end late, one by one, as they did for every job before. Partitions are
+-- narrower than before (100,000 ids, growing with the history to a 64th of it, at most a million):
+-- the unsealed range is read row by row.
 --
--- On an existing database: the indexes of the parent are dropped (which drops every partition's,
--- at once); the partitions ahead of the ids given out, and the newest one if it has no row yet, are
--- made again narrower; the SearchIndexBuilder of the first instance that runs the new version
--- builds the GIN indexes of every partition that has filled (a few seconds a million rows), with
--- the service running: until it has, a content search over that history reads it sequentially.
+-- On an existing database: the partitions holding rows are sealed and copied as they are (their
+-- rows were written by the old triggers) and get their GINs back from the SearchIndexBuilder of the
+-- first instance that runs this version, with the service running (until then a content search
+-- over the history reads it sequentially); the empty ones ahead are made again narrower.
 DROP INDEX IF EXISTS job_search_text_idx;
 DROP INDEX IF EXISTS job_search_args_idx;
 
@@ -95,6 +97,7 @@ BEGIN
     BEGIN
       SET LOCAL lock_timeout = '100ms';
       EXECUTE format('DROP TABLE %I', r.name);
+      DELETE FROM job_search_sealed s WHERE s.lo = r.lo;
       dropped := dropped + 1;
     EXCEPTION WHEN lock_not_available THEN
       RAISE NOTICE 'job_search partition % is busy: dropped at a later call', r.name;
@@ -104,30 +107,77 @@ BEGIN
 END;
 $$;
 
--- The range partitions that should have their GIN indexes: those the ids given out have passed and
--- that hold few open jobs still (fewer than a hundredth of their width queued or waiting: with a
--- deep queue, the jobs of a partition the ids have passed end long after, and their rows would all
--- go into the indexes one by one), and those made before this migration, which had their indexes
--- until now, filled or not (marked by a comment). With the indexes each has
--- (`text` and `args`, valid or not: an index whose concurrent build was cut short is invalid).
-CREATE FUNCTION jobclock_search_filled()
-RETURNS TABLE (name text, lo bigint, hi bigint, indexes text[], invalid text[])
+-- The partitions whose final jobs have search rows, copied in bulk (copied_at set): a search reads
+-- job_search for these ranges and the job table for every other id. `sealed_at`: from then on the
+-- triggers write the rows of the range's jobs as they end; the copy follows once every transaction
+-- that began before the seal has ended.
+CREATE TABLE job_search_sealed (
+  lo        bigint PRIMARY KEY,
+  hi        bigint NOT NULL,
+  sealed_at timestamptz NOT NULL DEFAULT now(),
+  copied_at timestamptz
+);
+
+-- The triggers write a row only for a job of a sealed range: the rows of the others are copied in
+-- bulk when their partition is sealed. A report's jobs are those of the newest ids, above every
+-- sealed range, so it costs one look at the newest sealed range.
+CREATE OR REPLACE FUNCTION jobclock_search_on_update() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
+BEGIN
+  IF top IS NULL THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO job_search (id, type, group_, worker, args, text)
+    SELECT n.id, n.type, n.group_, n.worker, n.args, jobclock_search_text(n.args, n.subject, n.error)
+      FROM jobclock_new n
+     WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled')
+       AND n.id < top
+       AND n.id < (SELECT s.hi FROM job_search_sealed s WHERE s.lo <= n.id ORDER BY s.lo DESC LIMIT 1)
+  ON CONFLICT (id) DO UPDATE
+    SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text
+    WHERE (job_search.type, job_search.group_, job_search.worker, job_search.args, job_search.text)
+          IS DISTINCT FROM (EXCLUDED.type, EXCLUDED.group_, EXCLUDED.worker, EXCLUDED.args, EXCLUDED.text);
+  RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION jobclock_search_on_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.id < (SELECT s.hi FROM job_search_sealed s WHERE s.lo <= NEW.id ORDER BY s.lo DESC LIMIT 1) THEN
+    INSERT INTO job_search (id, type, group_, worker, args, text)
+      VALUES (NEW.id, NEW.type, NEW.group_, NEW.worker, NEW.args, jobclock_search_text(NEW.args, NEW.subject, NEW.error))
+    ON CONFLICT (id) DO UPDATE
+      SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text;
+  END IF;
+  RETURN NULL;
+END;
+$$;
+
+-- What the SearchIndexBuilder has to do, partition by partition, newest first: those to seal (the
+-- ids given out have passed the range and fewer than a hundredth of its jobs are queued or waiting:
+-- with a deep queue, the jobs of a passed range end long after, and their rows would all be
+-- written one by one), those sealed but not copied yet, and those copied whose GINs (`text`, `args`)
+-- are missing or invalid (a concurrent build cut short).
+CREATE FUNCTION jobclock_search_work()
+RETURNS TABLE (name text, lo bigint, hi bigint, sealed boolean, copied boolean, indexes text[], invalid text[])
 LANGUAGE sql STABLE AS $$
-  SELECT r.name, r.lo, r.hi,
+  SELECT r.name, r.lo, r.hi, s.lo IS NOT NULL, s.copied_at IS NOT NULL,
          coalesce(array_agg(ic.relname::text ORDER BY ic.relname) FILTER (WHERE ic.relname IS NOT NULL), '{}'),
          coalesce(array_agg(ic.relname::text ORDER BY ic.relname) FILTER (WHERE NOT i.indisvalid), '{}')
     FROM jobclock_search_ranges() r
+    LEFT JOIN job_search_sealed s ON s.lo = r.lo
     LEFT JOIN pg_index i ON i.indrelid = to_regclass(r.name)
       AND i.indexrelid IN (to_regclass(r.name || '_text_gin'), to_regclass(r.name || '_args_gin'))
     LEFT JOIN pg_class ic ON ic.oid = i.indexrelid
-   WHERE obj_description(to_regclass(r.name), 'pg_class') = 'jobclock: indexed before 0030'
+   WHERE s.lo IS NOT NULL
       OR (r.hi <= coalesce(pg_sequence_last_value(pg_get_serial_sequence('job', 'id')), 0) + 1
           AND (SELECT count(*) FROM (
                  SELECT 1 FROM job j WHERE j.id >= r.lo AND j.id < r.hi AND j.state = 'queued'
                  UNION ALL
                  SELECT 1 FROM job j WHERE j.id >= r.lo AND j.id < r.hi AND j.state = 'waiting'
                  LIMIT greatest(1, (r.hi - r.lo) / 100)) o) < greatest(1, (r.hi - r.lo) / 100))
-   GROUP BY r.name, r.lo, r.hi
+   GROUP BY r.name, r.lo, r.hi, s.lo, s.copied_at
    ORDER BY r.lo DESC
 $$;
 
@@ -144,10 +194,8 @@ BEGIN
     EXIT WHEN NOT empty OR r.hi - r.lo <= 100000;
     EXECUTE format('DROP TABLE %I', r.name);
   END LOOP;
-  -- the others had their indexes until now: they have them again first, filled or not
-  FOR r IN SELECT * FROM jobclock_search_ranges() LOOP
-    EXECUTE format('COMMENT ON TABLE %I IS %L', r.name, 'jobclock: indexed before 0030');
-  END LOOP;
+  -- the others hold the rows the old triggers wrote: sealed and copied as they are
+  INSERT INTO job_search_sealed (lo, hi, copied_at) SELECT lo, hi, now() FROM jobclock_search_ranges();
 END;
 $$;
 SELECT jobclock_search_upkeep();

@@ -681,29 +681,6 @@ BEGIN
 END;
 $function$;
 
-CREATE OR REPLACE FUNCTION public.jobclock_search_filled()
- RETURNS TABLE(name text, lo bigint, hi bigint, indexes text[], invalid text[])
- LANGUAGE sql
- STABLE
-AS $function$
-  SELECT r.name, r.lo, r.hi,
-         coalesce(array_agg(ic.relname::text ORDER BY ic.relname) FILTER (WHERE ic.relname IS NOT NULL), '{}'),
-         coalesce(array_agg(ic.relname::text ORDER BY ic.relname) FILTER (WHERE NOT i.indisvalid), '{}')
-    FROM jobclock_search_ranges() r
-    LEFT JOIN pg_index i ON i.indrelid = to_regclass(r.name)
-      AND i.indexrelid IN (to_regclass(r.name || '_text_gin'), to_regclass(r.name || '_args_gin'))
-    LEFT JOIN pg_class ic ON ic.oid = i.indexrelid
-   WHERE obj_description(to_regclass(r.name), 'pg_class') = 'jobclock: indexed before 0030'
-      OR (r.hi <= coalesce(pg_sequence_last_value(pg_get_serial_sequence('job', 'id')), 0) + 1
-          AND (SELECT count(*) FROM (
-                 SELECT 1 FROM job j WHERE j.id >= r.lo AND j.id < r.hi AND j.state = 'queued'
-                 UNION ALL
-                 SELECT 1 FROM job j WHERE j.id >= r.lo AND j.id < r.hi AND j.state = 'waiting'
-                 LIMIT greatest(1, (r.hi - r.lo) / 100)) o) < greatest(1, (r.hi - r.lo) / 100))
-   GROUP BY r.name, r.lo, r.hi
-   ORDER BY r.lo DESC
-$function$;
-
 CREATE OR REPLACE FUNCTION public.jobclock_search_flush()
  RETURNS integer
  LANGUAGE plpgsql
@@ -749,10 +726,12 @@ CREATE OR REPLACE FUNCTION public.jobclock_search_on_insert()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  INSERT INTO job_search (id, type, group_, worker, args, text)
-    VALUES (NEW.id, NEW.type, NEW.group_, NEW.worker, NEW.args, jobclock_search_text(NEW.args, NEW.subject, NEW.error))
-  ON CONFLICT (id) DO UPDATE
-    SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text;
+  IF NEW.id < (SELECT s.hi FROM job_search_sealed s WHERE s.lo <= NEW.id ORDER BY s.lo DESC LIMIT 1) THEN
+    INSERT INTO job_search (id, type, group_, worker, args, text)
+      VALUES (NEW.id, NEW.type, NEW.group_, NEW.worker, NEW.args, jobclock_search_text(NEW.args, NEW.subject, NEW.error))
+    ON CONFLICT (id) DO UPDATE
+      SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text;
+  END IF;
   RETURN NULL;
 END;
 $function$;
@@ -761,11 +740,18 @@ CREATE OR REPLACE FUNCTION public.jobclock_search_on_update()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+  top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
 BEGIN
+  IF top IS NULL THEN
+    RETURN NULL;
+  END IF;
   INSERT INTO job_search (id, type, group_, worker, args, text)
     SELECT n.id, n.type, n.group_, n.worker, n.args, jobclock_search_text(n.args, n.subject, n.error)
       FROM jobclock_new n
      WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled')
+       AND n.id < top
+       AND n.id < (SELECT s.hi FROM job_search_sealed s WHERE s.lo <= n.id ORDER BY s.lo DESC LIMIT 1)
   ON CONFLICT (id) DO UPDATE
     SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text
     WHERE (job_search.type, job_search.group_, job_search.worker, job_search.args, job_search.text)
@@ -859,6 +845,7 @@ BEGIN
     BEGIN
       SET LOCAL lock_timeout = '100ms';
       EXECUTE format('DROP TABLE %I', r.name);
+      DELETE FROM job_search_sealed s WHERE s.lo = r.lo;
       dropped := dropped + 1;
     EXCEPTION WHEN lock_not_available THEN
       RAISE NOTICE 'job_search partition % is busy: dropped at a later call', r.name;
@@ -866,6 +853,30 @@ BEGIN
   END LOOP;
   PERFORM set_config('lock_timeout', caller_lock_timeout, true);
 END;
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_search_work()
+ RETURNS TABLE(name text, lo bigint, hi bigint, sealed boolean, copied boolean, indexes text[], invalid text[])
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT r.name, r.lo, r.hi, s.lo IS NOT NULL, s.copied_at IS NOT NULL,
+         coalesce(array_agg(ic.relname::text ORDER BY ic.relname) FILTER (WHERE ic.relname IS NOT NULL), '{}'),
+         coalesce(array_agg(ic.relname::text ORDER BY ic.relname) FILTER (WHERE NOT i.indisvalid), '{}')
+    FROM jobclock_search_ranges() r
+    LEFT JOIN job_search_sealed s ON s.lo = r.lo
+    LEFT JOIN pg_index i ON i.indrelid = to_regclass(r.name)
+      AND i.indexrelid IN (to_regclass(r.name || '_text_gin'), to_regclass(r.name || '_args_gin'))
+    LEFT JOIN pg_class ic ON ic.oid = i.indexrelid
+   WHERE s.lo IS NOT NULL
+      OR (r.hi <= coalesce(pg_sequence_last_value(pg_get_serial_sequence('job', 'id')), 0) + 1
+          AND (SELECT count(*) FROM (
+                 SELECT 1 FROM job j WHERE j.id >= r.lo AND j.id < r.hi AND j.state = 'queued'
+                 UNION ALL
+                 SELECT 1 FROM job j WHERE j.id >= r.lo AND j.id < r.hi AND j.state = 'waiting'
+                 LIMIT greatest(1, (r.hi - r.lo) / 100)) o) < greatest(1, (r.hi - r.lo) / 100))
+   GROUP BY r.name, r.lo, r.hi, s.lo, s.copied_at
+   ORDER BY r.lo DESC
 $function$;
 
 CREATE OR REPLACE FUNCTION public.jobclock_task_outcome()
@@ -1080,6 +1091,13 @@ CREATE TABLE job_search (
   text text NOT NULL
 ) PARTITION BY RANGE (id);
 
+CREATE TABLE job_search_sealed (
+  lo bigint NOT NULL,
+  hi bigint NOT NULL,
+  sealed_at timestamp with time zone DEFAULT now() NOT NULL,
+  copied_at timestamp with time zone
+);
+
 CREATE TABLE job_type_defaults (
   type text NOT NULL,
   max_attempts integer,
@@ -1238,6 +1256,7 @@ ALTER TABLE ONLY job ADD CONSTRAINT job_periodic_task_id_fkey FOREIGN KEY (perio
 ALTER TABLE ONLY job_dependency ADD CONSTRAINT job_dependency_pkey PRIMARY KEY (depends_on, job_id);
 ALTER TABLE ONLY job_event ADD CONSTRAINT job_event_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY job_search ADD CONSTRAINT job_search_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY job_search_sealed ADD CONSTRAINT job_search_sealed_pkey PRIMARY KEY (lo);
 ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_pkey PRIMARY KEY (type);
 ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_lease_check CHECK ((lease > 0));
 ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_max_attempts_check CHECK ((max_attempts >= 1));

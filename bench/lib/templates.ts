@@ -274,9 +274,9 @@ export class Templates {
 
 /**
  * Runs `insert`, which adds final jobs in bulk, with the row trigger that writes their search rows
- * one by one switched off, and writes those rows afterwards in one statement (migrations 0013 and
- * 0017), into the partitions the upkeep makes for the new ids first (migration 0018), as the
- * service's SearchIndexBuilder does, which then builds the GINs of the partitions that filled (0030).
+ * one by one switched off, then does what the service's SearchIndexBuilder does (migration 0030):
+ * partitions for the new ids (0018), the filled ones sealed, their search rows copied in one
+ * statement and their GINs built.
  */
 async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>): Promise<void> {
   await db.exec('alter table job disable trigger job_search_on_insert');
@@ -286,14 +286,16 @@ async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>
     await db.exec('alter table job enable trigger job_search_on_insert');
   }
   await db.exec('select jobclock_search_upkeep()');
+  await db.exec(`insert into job_search_sealed (lo, hi, copied_at) select lo, hi, now() from jobclock_search_work() where not sealed`);
   await db.exec(
     `insert into job_search (id, type, group_, worker, args, text)
-     select id, type, group_, worker, args, jobclock_search_text(args, subject, error) from job
-      where state in ('finished', 'failed', 'dropped', 'cancelled')`,
+     select j.id, j.type, j.group_, j.worker, j.args, jobclock_search_text(j.args, j.subject, j.error)
+       from job_search_sealed s join job j on j.id >= s.lo and j.id < s.hi
+      where j.state in ('finished', 'failed', 'dropped', 'cancelled')
+     on conflict (id) do nothing`,
   );
-  // and the partitions that filled get their GINs (migration 0030), as the SearchIndexBuilder does
   await db.exec(`set maintenance_work_mem = '1GB'`);
-  const { rows } = await db.exec(`select name from jobclock_search_filled()`);
+  const { rows } = await db.exec(`select name from jobclock_search_work() where copied`);
   for (const { name } of rows as { name: string }[])
     for (const gin of searchGinIndexes(name, true)) await db.exec(`create index if not exists ${gin.name} on ${name} using ${gin.using}`);
 }

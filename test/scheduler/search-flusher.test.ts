@@ -11,7 +11,7 @@ import { SearchIndexFlusher } from '../../src/scheduler/search-flusher.js';
 import { systemClock } from '../../src/clock.js';
 import { testLogger } from '../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { indexSearchPartitions, repartition, searchPartitions } from '../support/search-partitions.js';
+import { sealSearchPartitions, repartition, searchPartitions } from '../support/search-partitions.js';
 
 let tdb: TestDatabase;
 beforeAll(async () => {
@@ -58,10 +58,10 @@ it('merges the pending lists of every partition, the old ones too: the pages it 
   await repartition(tdb.db.pool, 100);
   // partitions that filled and have their GINs (migration 0030); the rows of jobs ending late go
   // into their pending lists
-  await indexSearchPartitions(tdb.db.pool);
+  await sealSearchPartitions(tdb.db.pool);
   await finish(500);
   await tdb.db.pool.query('SELECT jobclock_search_upkeep(100)');
-  await indexSearchPartitions(tdb.db.pool);
+  await sealSearchPartitions(tdb.db.pool);
   await tdb.db.pool.query(
     `UPDATE job SET state = 'finished', args = (SELECT jsonb_object_agg('k' || g, md5(g::text)) FROM generate_series(1, 300) g),
             attempts = 1, finished_at = now() WHERE id = $1`,
@@ -85,7 +85,7 @@ it('merges the pending lists of every partition, the old ones too: the pages it 
 /** `n` jobs end into partitions that have their GINs. */
 const finishIndexed = async (n: number) => {
   await tdb.db.pool.query('SELECT jobclock_search_upkeep(100)');
-  await indexSearchPartitions(tdb.db.pool);
+  await sealSearchPartitions(tdb.db.pool);
   await finish(n);
 };
 

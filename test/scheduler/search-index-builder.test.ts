@@ -1,13 +1,14 @@
 /**
- * The SearchIndexBuilder (migration 0030): job_search's partitions are written without their GIN
- * indexes; once the job ids have passed a partition and few of its jobs are still open, the builder
- * makes both GINs in bulk (CREATE INDEX CONCURRENTLY); a search by content finds the same jobs
- * before and after, reading an unindexed partition sequentially. One instance builds at a time.
+ * The SearchIndexBuilder (migration 0030): the final jobs of a partition still being filled have no
+ * search row (a search finds them on job); once the job ids have passed it and few of its jobs are
+ * open, the builder seals it, copies its rows in one statement once the transactions that may have
+ * missed the seal have ended, and builds both GINs in bulk (CREATE INDEX CONCURRENTLY); a search
+ * finds the same jobs before and after. One instance works on the partitions at a time.
  */
 import { once } from 'node:events';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import { jobSearch, jobSearchFilled } from '../../src/repositories/jobs.js';
+import { jobSearch, jobSearchWork } from '../../src/repositories/jobs.js';
 import { SearchIndexBuilder } from '../../src/scheduler/search-index-builder.js';
 import { testLogger } from '../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
@@ -32,7 +33,10 @@ const ctx = (instanceId = 'builder-test') => ({
   instanceId,
   retentionMs: 7 * 24 * 3600 * 1000,
 });
-const builder = (instanceId?: string) => new SearchIndexBuilder(ctx(instanceId), { searchPartitionWidth: 100 });
+const builder = (instanceId?: string, sealWaitMs?: number) =>
+  new SearchIndexBuilder(ctx(instanceId), { searchPartitionWidth: 100, ...(sealWaitMs === undefined ? {} : { sealWaitMs }) });
+const rowsOf = async (ids: number[]) =>
+  Number((await q<{ n: string }>('SELECT count(*) AS n FROM job_search WHERE id = ANY ($1::bigint[])', [ids]))[0]!.n);
 
 /** `n` jobs inserted in one statement in `state` (finished ones leave a search row); their ids. */
 const jobs = async (n: number, state: 'finished' | 'queued', tag = 'b') =>
@@ -67,7 +71,18 @@ it('builds both GINs of a partition the ids have passed, not of the one still be
   const last = ids.at(-1)!;
   const before = await found('b-17');
   expect(before.length).toBe(11); // b-17 and b-170 … b-179
+  // no search row was written as they ended: the search found them on job
+  expect(await rowsOf(ids)).toBe(0);
   const step = await builder().tick();
+  // every job of a passed partition has its row now, copied in one statement; the newest none
+  const passed = ids.filter((id) => partOf(id) !== partOf(last));
+  expect(await rowsOf(passed)).toBe(passed.length);
+  expect(step.copied).toBe(passed.length);
+  expect(await rowsOf(ids.filter((id) => partOf(id) === partOf(last)))).toBe(0);
+  // a job of a sealed partition that ends from now on has its row written by the trigger
+  await q(`UPDATE job SET state = 'queued', finished_at = NULL WHERE id = $1`, [first]);
+  await q(`UPDATE job SET state = 'finished', finished_at = now(), subject = 'ended again' WHERE id = $1`, [first]);
+  expect((await q<{ text: string }>('SELECT text FROM job_search WHERE id = $1', [first]))[0]!.text).toContain('ended again');
   const g = await gins();
   // every partition wholly below the last id given out has both, the last one has none
   for (let lo = Math.floor(first / 100) * 100; lo + 100 <= last + 1; lo += 100)
@@ -112,12 +127,48 @@ it('waits while a passed partition still holds open jobs (a deep queue), and bui
   expect((await found('q-42')).length).toBe(1);
 });
 
+it('copies the rows of a sealed partition only once every transaction running at the seal has ended', async () => {
+  await builder().tick();
+  const ids = await jobs(150, 'queued', 'race');
+  // leased (running jobs do not hold a partition back: they end soon)
+  await q(
+    `UPDATE job SET state = 'running', attempts = 1, started_at = now(), lease_token = gen_random_uuid(), worker = 'w' WHERE id = ANY ($1::bigint[])`,
+    [ids],
+  );
+  // a worker's report that began before the seal: it ends jobs of the partition without seeing it
+  const other = await tdb.connect(1).pool.connect();
+  let open = true;
+  try {
+    await other.query('BEGIN');
+    await other.query(`UPDATE job SET state = 'finished', attempts = 1, finished_at = now() WHERE id = ANY ($1::bigint[])`, [ids]);
+    await jobs(250, 'finished', 'race-after');
+    const started = performance.now();
+    const step = await builder(undefined, 300).tick();
+    // sealed, but not copied: the report's transaction is still open
+    expect(step.sealed).toContain(partOf(ids[0]!));
+    expect(performance.now() - started).toBeGreaterThan(250);
+    expect((await jobSearchWork(tdb.db)).find((p) => p.name === partOf(ids[0]!))).toMatchObject({ sealed: true, copied: false });
+    await other.query('COMMIT');
+    open = false;
+  } finally {
+    if (open) await other.query('ROLLBACK');
+    other.release();
+  }
+  // its jobs are found on job meanwhile, and copied at the next step
+  expect((await found('race-7')).length).toBe(11);
+  await builder().tick();
+  expect(await rowsOf(ids.filter((id) => partOf(id) !== partOf(ids.at(-1)! + 250)))).toBe(
+    ids.filter((id) => partOf(id) !== partOf(ids.at(-1)! + 250)).length,
+  );
+  expect((await found('race-7')).length).toBe(11);
+});
+
 it('builds again an index whose concurrent build was cut short (left invalid)', async () => {
   await jobs(300, 'finished', 'cut');
   await builder().tick();
-  const [part] = (await jobSearchFilled(tdb.db)).filter((p) => p.indexes.length === 2);
+  const [part] = (await jobSearchWork(tdb.db)).filter((p) => p.indexes.length === 2);
   await q(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass`, [`${part!.name}_text_gin`]);
-  expect((await jobSearchFilled(tdb.db)).find((p) => p.name === part!.name)!.invalid).toEqual([`${part!.name}_text_gin`]);
+  expect((await jobSearchWork(tdb.db)).find((p) => p.name === part!.name)!.invalid).toEqual([`${part!.name}_text_gin`]);
   const step = await builder().tick();
   expect(step.built).toEqual([`${part!.name}_text_gin`]);
   expect((await gins())[part!.name]).toEqual([`${part!.name}_args_gin`, `${part!.name}_text_gin`]);
@@ -140,7 +191,7 @@ it('lets one instance build at a time: another finds it busy and builds nothing;
   // whatever the first tick left (another was busy), the next one takes: then every passed partition has both
   await builder().tick();
   const g = await gins();
-  for (const p of await jobSearchFilled(tdb.db)) expect(g[p.name], p.name).toEqual([`${p.name}_args_gin`, `${p.name}_text_gin`]);
+  for (const p of await jobSearchWork(tdb.db)) expect(g[p.name], p.name).toEqual([`${p.name}_args_gin`, `${p.name}_text_gin`]);
 });
 
 it('runs as a loop every interval, and stops', async () => {
