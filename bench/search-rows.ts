@@ -1,8 +1,7 @@
 /**
  * `node dist/bench/search-rows.js`: what a finished job's search row costs PostgreSQL, written by the
- * report (as before migration 0030: the range sealed, both GINs on the partition) against written
- * in bulk once its partition has filled (0030: nothing in the report; one INSERT … SELECT and both
- * GINs built afterwards). Same build, same statements: jobclock's own lease and report (jobLease +
+ * report (as before migration 0030: every id sealed) against copied in bulk once its slice has
+ * drained (0030: nothing in the report; one INSERT … SELECT afterwards, as the SearchRowCopier does). Same build, same statements: jobclock's own lease and report (jobLease +
  * jobReport of 100, prepared, generic plans, as the README loop's requests run them) over
  * SEARCH_JOBS (default 20,000) queued jobs whose args look like a user's, on one connection each
  * way, the two ways alternated SEARCH_ROUNDS (default 6) times on fresh copies of one template. CPU
@@ -14,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { createDb, type Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { jobLease, jobReport, searchGinIndexes } from '../src/repositories/jobs.js';
+import { jobLease, jobReport } from '../src/repositories/jobs.js';
 import { PgBoss as PgBoss12 } from 'pg-boss-12';
 import { BenchServer } from './lib/postgres.js';
 import { pgBoss12Options, Templates } from './lib/templates.js';
@@ -46,12 +45,12 @@ async function round(server: BenchServer, template: string, rowByRow: boolean): 
   const fresh = await server.createDatabase(template);
   const db = createDb({ url: fresh.url, poolSize: 2 });
   try {
-    if (rowByRow) {
-      // as before 0030: every range sealed, both GINs on the partitions from the start
-      await db.pool.query(`INSERT INTO job_search_sealed (lo, hi, copied_at) VALUES (-1, 9223372036854775807, now())`);
-      for (const { name } of (await db.pool.query<{ name: string }>('SELECT name FROM jobclock_search_ranges()')).rows)
-        for (const g of searchGinIndexes(name, true)) await db.pool.query(`CREATE INDEX ${g.name} ON ${name} USING ${g.using}`);
-    }
+    // as before 0030: every id sealed, so the report writes each job's row, and no index of final ids
+    if (rowByRow) await db.pool.query('DROP INDEX job_final_id_idx');
+    if (rowByRow)
+      await db.pool.query(
+        `INSERT INTO job_search_sealed (lo, hi, copied_at) SELECT coalesce(max(hi), 0), 9223372036854775807, now() FROM job_search_sealed`,
+      );
     const slots = Array.from({ length: 100 }, () => ({ worker: 'w', leaseMs: 60_000 }));
     // warm: plans and caches
     for (let i = 0; i < 5; i++) {
@@ -81,20 +80,20 @@ async function round(server: BenchServer, template: string, rowByRow: boolean): 
     }
     const loopUs = pids.map(cpuNs).reduce((a, b, i) => a + b - cpu0[i]!, 0) / 1000 / done;
     const loopWal = ((await wal(db)) - wal0) / done;
-    // what 0030 defers: the partition's rows copied in one statement, its GINs built
+    // what 0030 defers: the rows copied in one statement
     const pid = pids.at(-1)!;
     const c1 = cpuNs(pid);
     const w1 = await wal(db);
     if (!rowByRow) {
-      await db.pool.query(`SET max_parallel_maintenance_workers = 0`);
+      // what the SearchRowCopier does once the slices have drained: sealed, rows copied in one statement
       await db.pool.query(
-        `WITH s AS (INSERT INTO job_search_sealed (lo, hi, copied_at) SELECT lo, hi, now() FROM jobclock_search_ranges() RETURNING lo, hi)
+        `WITH s AS (INSERT INTO job_search_sealed (lo, hi, copied_at)
+                    SELECT coalesce(max(hi), 0), (SELECT max(id) + 1 FROM job), now() FROM job_search_sealed RETURNING lo, hi)
          INSERT INTO job_search (id, type, group_, worker, args, text)
            SELECT j.id, j.type, j.group_, j.worker, j.args, jobclock_search_text(j.args, j.subject, j.error)
-             FROM s JOIN job j ON j.id >= s.lo AND j.id < s.hi WHERE j.state = 'finished'`,
+             FROM s JOIN job j ON j.id >= s.lo AND j.id < s.hi WHERE j.state = 'finished'
+         ON CONFLICT (id) DO NOTHING`,
       );
-      for (const { name } of (await db.pool.query<{ name: string }>('SELECT name FROM jobclock_search_ranges()')).rows)
-        for (const g of searchGinIndexes(name, true)) await db.pool.query(`CREATE INDEX ${g.name} ON ${name} USING ${g.using}`);
     }
     const bulkUs = (cpuNs(pid) - c1) / 1000 / done;
     const bulkWal = ((await wal(db)) - w1) / done;

@@ -773,13 +773,42 @@ AS $function$
    ORDER BY 2
 $function$;
 
+CREATE OR REPLACE FUNCTION public.jobclock_search_slices_due(width bigint DEFAULT 10000)
+ RETURNS TABLE(lo bigint, hi bigint)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  WITH last AS (SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('job', 'id')), 0) + 1 AS id),
+  s AS (SELECT s.lo, s.hi, lead(s.lo) OVER (ORDER BY s.lo) AS next_lo FROM job_search_sealed s),
+  gaps AS (
+    SELECT s.hi AS a, coalesce(s.next_lo, (SELECT id FROM last)) AS b, s.next_lo IS NULL AS tail FROM s
+    UNION ALL
+    SELECT coalesce((SELECT min(j.id) FROM job j), 0),
+           coalesce((SELECT min(x.lo) FROM job_search_sealed x), (SELECT id FROM last)),
+           NOT EXISTS (SELECT 1 FROM job_search_sealed)
+  ),
+  pieces AS (
+    SELECT p.lo, least(p.lo + width, g.b) AS hi, g.tail
+      FROM gaps g, generate_series(g.a, g.b - 1, width) AS p(lo)
+     WHERE g.b > g.a
+  )
+  SELECT p.lo, p.hi FROM pieces p
+   WHERE (NOT p.tail OR p.hi = p.lo + width)
+     AND (SELECT count(*) FROM (
+            SELECT 1 FROM job j WHERE j.id >= p.lo AND j.id < p.hi AND j.state = 'queued'
+            UNION ALL
+            SELECT 1 FROM job j WHERE j.id >= p.lo AND j.id < p.hi AND j.state = 'waiting'
+            LIMIT greatest(1, (p.hi - p.lo) / 100)) o) < greatest(1, (p.hi - p.lo) / 100)
+   ORDER BY p.lo
+$function$;
+
 CREATE OR REPLACE FUNCTION public.jobclock_search_text(args jsonb, subject text, error jsonb)
  RETURNS text
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$ SELECT coalesce(args::text, '') || E'\n' || coalesce(subject, '') || E'\n' || coalesce(error::text, '') $function$;
 
-CREATE OR REPLACE FUNCTION public.jobclock_search_upkeep(min_width bigint DEFAULT 100000, OUT created integer, OUT dropped integer)
+CREATE OR REPLACE FUNCTION public.jobclock_search_upkeep(min_width bigint DEFAULT 1000000, OUT created integer, OUT dropped integer)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
@@ -809,16 +838,16 @@ BEGIN
   IF hi IS NULL THEN
     hi := first_id / min_width * min_width;
   END IF;
-  WHILE hi <= last_id + 3 * min_width LOOP
-    w := least(10 * min_width, greatest(min_width, ((hi - history_lo) / 64 + min_width - 1) / min_width * min_width));
+  WHILE hi <= last_id + 2 * min_width LOOP
+    w := greatest(min_width, ((hi - history_lo) / 32 + min_width - 1) / min_width * min_width);
     lo := hi;
     part := 'job_search_p' || lo;
-    -- Creating a partition holds job_search whole (ACCESS EXCLUSIVE) for the time it takes, so
-    -- that a statement writing job_search meanwhile cannot send a row to the default partition by
-    -- the old partition bounds (with a lighter lock, ATTACH lets it through and its row then fails
-    -- the default partition's new constraint). It waits 100 ms at most for the lock (the workers'
-    -- reports would queue behind it); if busy, the next call makes the partition, created three
-    -- ahead of the ids given out, so there is time.
+    -- Creating a partition holds job_search whole (ACCESS EXCLUSIVE) for the time it takes (about
+    -- 20 ms with its six indexes), so that a statement writing job_search meanwhile cannot send a
+    -- row to the default partition by the old partition bounds (with a lighter lock, ATTACH lets it
+    -- through and its row then fails the default partition's new constraint). It waits 100 ms at most for the lock
+    -- (the workers' reports would queue behind it); if busy, the next sweep makes the partition,
+    -- created two ahead of the ids given out, so there is time.
     BEGIN
       SET LOCAL lock_timeout = '100ms';
       LOCK TABLE job_search IN ACCESS EXCLUSIVE MODE;
@@ -826,10 +855,10 @@ BEGIN
       -- rows that went to the default partition while this one was missing move into it
       EXECUTE format('WITH m AS (DELETE FROM job_search_default WHERE id >= $1 AND id < $2 RETURNING *) INSERT INTO %I SELECT * FROM m', part)
         USING lo, lo + w;
-      -- the partition's B-trees are made here, on a table of no or few rows (its GINs once it has filled)
+      -- the partition's indexes are made here, on a table of no or few rows
       EXECUTE format('ALTER TABLE job_search ATTACH PARTITION %I FOR VALUES FROM (%s) TO (%s)', part, lo, lo + w);
     EXCEPTION WHEN lock_not_available THEN
-      RAISE NOTICE 'job_search is busy: partition % is made at a later call', part;
+      RAISE NOTICE 'job_search is busy: partition % is made at a later sweep', part;
       EXIT;
     END;
     hi := lo + w;
@@ -840,43 +869,18 @@ BEGIN
     CONTINUE WHEN EXISTS (SELECT 1 FROM job WHERE id >= r.lo AND id < r.hi);
     -- Dropping a partition holds job_search whole for a moment: waiting long behind a statement
     -- would stop the workers' reports queued behind it, so it gives up after 100 ms and tries
-    -- again at the next call. A job of the range not yet committed (its id given out before the check)
+    -- again at the next sweep. A job of the range not yet committed (its id given out before the check)
     -- finds no partition when it ends, and its row goes to the default partition.
     BEGIN
       SET LOCAL lock_timeout = '100ms';
       EXECUTE format('DROP TABLE %I', r.name);
-      DELETE FROM job_search_sealed s WHERE s.lo = r.lo;
       dropped := dropped + 1;
     EXCEPTION WHEN lock_not_available THEN
-      RAISE NOTICE 'job_search partition % is busy: dropped at a later call', r.name;
+      RAISE NOTICE 'job_search partition % is busy: dropped at a later sweep', r.name;
     END;
   END LOOP;
   PERFORM set_config('lock_timeout', caller_lock_timeout, true);
 END;
-$function$;
-
-CREATE OR REPLACE FUNCTION public.jobclock_search_work()
- RETURNS TABLE(name text, lo bigint, hi bigint, sealed boolean, copied boolean, indexes text[], invalid text[])
- LANGUAGE sql
- STABLE
-AS $function$
-  SELECT r.name, r.lo, r.hi, s.lo IS NOT NULL, s.copied_at IS NOT NULL,
-         coalesce(array_agg(ic.relname::text ORDER BY ic.relname) FILTER (WHERE ic.relname IS NOT NULL), '{}'),
-         coalesce(array_agg(ic.relname::text ORDER BY ic.relname) FILTER (WHERE NOT i.indisvalid), '{}')
-    FROM jobclock_search_ranges() r
-    LEFT JOIN job_search_sealed s ON s.lo = r.lo
-    LEFT JOIN pg_index i ON i.indrelid = to_regclass(r.name)
-      AND i.indexrelid IN (to_regclass(r.name || '_text_gin'), to_regclass(r.name || '_args_gin'))
-    LEFT JOIN pg_class ic ON ic.oid = i.indexrelid
-   WHERE s.lo IS NOT NULL
-      OR (r.hi <= coalesce(pg_sequence_last_value(pg_get_serial_sequence('job', 'id')), 0) + 1
-          AND (SELECT count(*) FROM (
-                 SELECT 1 FROM job j WHERE j.id >= r.lo AND j.id < r.hi AND j.state = 'queued'
-                 UNION ALL
-                 SELECT 1 FROM job j WHERE j.id >= r.lo AND j.id < r.hi AND j.state = 'waiting'
-                 LIMIT greatest(1, (r.hi - r.lo) / 100)) o) < greatest(1, (r.hi - r.lo) / 100))
-   GROUP BY r.name, r.lo, r.hi, s.lo, s.copied_at
-   ORDER BY r.lo DESC
 $function$;
 
 CREATE OR REPLACE FUNCTION public.jobclock_task_outcome()
@@ -1213,13 +1217,11 @@ CREATE TABLE webhook_delivery (
 
 CREATE TABLE job_search_default PARTITION OF job_search DEFAULT WITH (autovacuum_vacuum_insert_threshold=-1);
 
-CREATE TABLE job_search_p0 PARTITION OF job_search FOR VALUES FROM ('0') TO ('100000') WITH (autovacuum_vacuum_insert_threshold=-1);
+CREATE TABLE job_search_p0 PARTITION OF job_search FOR VALUES FROM ('0') TO ('1000000') WITH (autovacuum_vacuum_insert_threshold=-1);
 
-CREATE TABLE job_search_p100000 PARTITION OF job_search FOR VALUES FROM ('100000') TO ('200000') WITH (autovacuum_vacuum_insert_threshold=-1);
+CREATE TABLE job_search_p1000000 PARTITION OF job_search FOR VALUES FROM ('1000000') TO ('2000000') WITH (autovacuum_vacuum_insert_threshold=-1);
 
-CREATE TABLE job_search_p200000 PARTITION OF job_search FOR VALUES FROM ('200000') TO ('300000') WITH (autovacuum_vacuum_insert_threshold=-1);
-
-CREATE TABLE job_search_p300000 PARTITION OF job_search FOR VALUES FROM ('300000') TO ('400000') WITH (autovacuum_vacuum_insert_threshold=-1);
+CREATE TABLE job_search_p2000000 PARTITION OF job_search FOR VALUES FROM ('2000000') TO ('3000000') WITH (autovacuum_vacuum_insert_threshold=-1);
 
 -- Constraints
 
@@ -1310,6 +1312,7 @@ CREATE INDEX job_deadline_idx ON public.job USING btree (deadline) WHERE ((state
 CREATE UNIQUE INDEX job_debounce_key_idx ON public.job USING btree (debounce_key) WHERE ((state = 'queued'::text) AND (debounce_until IS NOT NULL));
 CREATE INDEX job_fair_idx ON public.job USING btree (priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
 CREATE INDEX job_fair_type_idx ON public.job USING btree (type, priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
+CREATE INDEX job_final_id_idx ON public.job USING btree (id) WHERE (state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]));
 CREATE INDEX job_finished_idx ON public.job USING btree (finished_at) WHERE (state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]));
 CREATE INDEX job_lease_expiry_idx ON public.job USING btree (lease_expires_at) WHERE (state = 'running'::text);
 CREATE INDEX job_open_by_task_idx ON public.job USING btree (periodic_task_id) WHERE ((periodic_task_id IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'running'::text])));
@@ -1322,7 +1325,9 @@ CREATE INDEX job_unique_key_created_idx ON public.job USING btree (unique_key, c
 CREATE UNIQUE INDEX job_unique_key_idx ON public.job USING btree (unique_key) WHERE ((unique_key IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'running'::text])));
 CREATE INDEX job_waiting_id_idx ON public.job USING btree (id) WHERE (state = 'waiting'::text);
 CREATE INDEX job_event_job_idx ON public.job_event USING btree (job_id, id);
+CREATE INDEX job_search_args_idx ON ONLY public.job_search USING gin (args jsonb_path_ops) WITH (gin_pending_list_limit='512');
 CREATE INDEX job_search_group_idx ON ONLY public.job_search USING btree (group_, id);
+CREATE INDEX job_search_text_idx ON ONLY public.job_search USING gin (text gin_trgm_ops);
 CREATE INDEX job_search_type_idx ON ONLY public.job_search USING btree (type, id);
 CREATE INDEX job_search_worker_idx ON ONLY public.job_search USING btree (worker, id) WHERE (worker IS NOT NULL);
 CREATE INDEX periodic_slot_recorded_idx ON public.periodic_slot USING btree (recorded_at);

@@ -15,7 +15,7 @@ import { LeaseReaper } from './scheduler/lease-reaper.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from './scheduler/retention-cleaner.js';
 import { SearchIndexFlusher } from './scheduler/search-flusher.js';
-import { SearchIndexBuilder } from './scheduler/search-index-builder.js';
+import { SearchRowCopier } from './scheduler/search-row-copier.js';
 import { PlanRefresher } from './scheduler/plan-refresher.js';
 import type { ServiceContext } from './services/context.js';
 import { createServices } from './services/index.js';
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   });
   const plans = new PlanRefresher(ctx);
   const flusher = config.searchFlushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: config.searchFlushMs });
-  const builder = new SearchIndexBuilder(ctx);
+  const copier = new SearchRowCopier(ctx);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -83,7 +83,7 @@ async function main(): Promise<void> {
         cleaner.stop(),
         plans.stop(),
         flusher?.stop(),
-        builder.stop(),
+        copier.stop(),
         deliveries.stop(),
       ]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   cleaner.start();
   plans.start();
   flusher?.start();
-  builder.start();
+  copier.start();
   deliveries.start();
 }
 

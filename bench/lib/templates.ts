@@ -2,7 +2,6 @@ import { Logger as GraphileLogger018, makeWorkerUtils as makeWorkerUtils018, run
 import { PgBoss as PgBoss12, type ConstructorOptions as PgBoss12Options } from 'pg-boss-12';
 import { createDb } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { searchGinIndexes } from '../../src/repositories/jobs.js';
 import type { BenchServer, FreshDatabase } from './postgres.js';
 
 export const PGBOSS_QUEUE = 'bench';
@@ -274,9 +273,10 @@ export class Templates {
 
 /**
  * Runs `insert`, which adds final jobs in bulk, with the row trigger that writes their search rows
- * one by one switched off, then does what the service's SearchIndexBuilder does (migration 0030):
- * partitions for the new ids (0018), the filled ones sealed, their search rows copied in one
- * statement and their GINs built.
+ * one by one switched off, and writes those rows afterwards in one statement (migrations 0013 and
+ * 0017), into the partitions the upkeep makes for the new ids first (migration 0018), as the
+ * service's retention sweep does; their ids sealed as copied, as the SearchRowCopier leaves them
+ * (migration 0030; the queued jobs' slices before them are the copier's to seal as they drain).
  */
 async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>): Promise<void> {
   await db.exec('alter table job disable trigger job_search_on_insert');
@@ -286,16 +286,17 @@ async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>
     await db.exec('alter table job enable trigger job_search_on_insert');
   }
   await db.exec('select jobclock_search_upkeep()');
-  await db.exec(`insert into job_search_sealed (lo, hi, copied_at) select lo, hi, now() from jobclock_search_work() where not sealed`);
+  await db.exec(
+    `insert into job_search_sealed (lo, hi, copied_at)
+     select x.lo, x.hi, now()
+       from (select greatest((select coalesce(max(hi), 0) from job_search_sealed),
+                             (select min(id) from job where state in ('finished', 'failed', 'dropped', 'cancelled')) / 10000 * 10000) as lo,
+                    (pg_sequence_last_value(pg_get_serial_sequence('job', 'id')) / 10000 + 1) * 10000 as hi) x
+      where x.hi > x.lo`,
+  );
   await db.exec(
     `insert into job_search (id, type, group_, worker, args, text)
-     select j.id, j.type, j.group_, j.worker, j.args, jobclock_search_text(j.args, j.subject, j.error)
-       from job_search_sealed s join job j on j.id >= s.lo and j.id < s.hi
-      where j.state in ('finished', 'failed', 'dropped', 'cancelled')
-     on conflict (id) do nothing`,
+     select id, type, group_, worker, args, jobclock_search_text(args, subject, error) from job
+      where state in ('finished', 'failed', 'dropped', 'cancelled')`,
   );
-  await db.exec(`set maintenance_work_mem = '1GB'`);
-  const { rows } = await db.exec(`select name from jobclock_search_work() where copied`);
-  for (const { name } of rows as { name: string }[])
-    for (const gin of searchGinIndexes(name, true)) await db.exec(`create index if not exists ${gin.name} on ${name} using ${gin.using}`);
 }

@@ -9,7 +9,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { searchPartitions } from '../support/search-partitions.js';
 import { SQLSTATE } from '../../src/db/pg-errors.js';
 import { jobSearch } from '../../src/repositories/jobs.js';
-import { SearchIndexBuilder } from '../../src/scheduler/search-index-builder.js';
+import { SearchRowCopier } from '../../src/scheduler/search-row-copier.js';
 import { systemClock } from '../../src/clock.js';
 import { testLogger } from '../support/app.js';
 
@@ -229,7 +229,7 @@ it('0018 moves the rows of job_search into partitions of a million ids, which ta
   );
 });
 
-it('0030 keeps every job and search row, narrows the partitions not yet written, and the GINs come back in bulk', async () => {
+it('0030 keeps every job and search row, seals the ids given out as copied, and the copier takes the rest', async () => {
   let seeded: { state: string; n: string }[] = [];
   const byState = async (db: Db) =>
     (await db.pool.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM job GROUP BY state ORDER BY state')).rows;
@@ -262,38 +262,34 @@ it('0030 keeps every job and search row, narrows the partitions not yet written,
       expect(rowsBefore).toHaveLength(2);
       expect((await db.pool.query('SELECT id FROM periodic_task')).rows).toEqual([{ id: 't-kept' }]);
       expect((await db.pool.query('SELECT name, paused FROM flow_policy')).rows).toEqual([{ name: 'mail', paused: true }]);
-      // the GINs of the table are gone; the partition holding rows stays as it was, marked to be
-      // indexed first; the empty ones ahead of it are made again 100,000 ids wide
-      const { rows: parents } = await db.pool.query<{ indexname: string }>(
-        `SELECT indexname FROM pg_indexes WHERE tablename = 'job_search' ORDER BY indexname`,
+      // every id given out is sealed as copied: the open jobs' rows are written as they end, as before
+      const { rows: sealed } = await db.pool.query<{ lo: string; hi: string; copied: boolean }>(
+        'SELECT lo, hi, copied_at IS NOT NULL AS copied FROM job_search_sealed',
       );
-      expect(parents.map((r) => r.indexname)).toEqual([
-        'job_search_group_idx',
-        'job_search_pkey',
-        'job_search_type_idx',
-        'job_search_worker_idx',
-      ]);
-      expect(await searchPartitions(db.pool)).toEqual([{ name: 'job_search_p0', lo: 0, hi: 1_000_000 }]);
-      // once the ids come near its end, the next ones are 100,000 ids wide
-      await db.pool.query(`SELECT setval(pg_get_serial_sequence('job', 'id'), 950000)`);
-      await db.pool.query('SELECT jobclock_search_upkeep()');
-      const ahead = (await searchPartitions(db.pool)).slice(1);
-      expect(ahead.map((p) => [p.lo, p.hi - p.lo])).toEqual([1, 2, 3].map((i) => [i * 100_000 + 900_000, 100_000]));
-      // the service runs meanwhile: a search by content reads the partition sequentially
-      const found = async () => (await jobSearch(db, { q: 'smtp refused', limit: 10 })).jobs.map((j) => j.args);
-      expect(await found()).toEqual([{ customer: 'broke' }]);
-      const builder = new SearchIndexBuilder({
-        db,
-        clock: systemClock,
-        logger: testLogger(),
-        notifications: null as never,
-        instanceId: 'migrate-test',
-        retentionMs: 7 * 24 * 3600 * 1000,
-      });
-      const step = await builder.tick();
-      expect(step.built.sort()).toEqual(['job_search_p0_args_gin', 'job_search_p0_text_gin']);
-      expect(await found()).toEqual([{ customer: 'broke' }]);
-      expect((await builder.tick()).built).toEqual([]);
+      expect(sealed).toEqual([{ lo: 0, hi: 6, copied: true }]);
+      await db.pool.query(`UPDATE job SET state = 'finished', finished_at = now() WHERE args->>'customer' = 'open'`);
+      expect((await searchRows(db)).length).toBe(3);
+      // a job made after the migration has no row until its slice is copied; it is found all the same
+      await db.pool.query(
+        `INSERT INTO job (type, args, subject, state, run_at, finished_at) VALUES ('mail', '{"customer":"new"}', 'fresh', 'finished', now(), now())`,
+      );
+      expect((await searchRows(db)).length).toBe(3);
+      const found = async () => (await jobSearch(db, { q: 'fresh', limit: 10 })).jobs.map((j) => j.args);
+      expect(await found()).toEqual([{ customer: 'new' }]);
+      const copier = new SearchRowCopier(
+        {
+          db,
+          clock: systemClock,
+          logger: testLogger(),
+          notifications: null as never,
+          instanceId: 'migrate-test',
+          retentionMs: 7 * 24 * 3600 * 1000,
+        },
+        { sliceWidth: 1 },
+      );
+      expect(await copier.tick()).toEqual({ sealed: 1, copied: 1 });
+      expect((await searchRows(db)).length).toBe(4);
+      expect(await found()).toEqual([{ customer: 'new' }]);
     },
   );
 });

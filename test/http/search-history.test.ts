@@ -10,7 +10,7 @@ import { bearer, type TestStack, TOKENS } from '../support/app.js';
 import { type TestDatabase } from '../support/db.js';
 import { repartition, searchPartitions } from '../support/search-partitions.js';
 import { useTestStack } from '../support/fixture.js';
-import { SearchIndexBuilder } from '../../src/scheduler/search-index-builder.js';
+import { SearchRowCopier } from '../../src/scheduler/search-row-copier.js';
 
 const admin = bearer('admin');
 let tdb: TestDatabase;
@@ -39,10 +39,11 @@ beforeAll(async () => {
      SELECT 'filler', jsonb_build_object('n', g), 'filler ' || g, 'finished', now(), 1, now() FROM generate_series(1, $1::int) g`,
     [RECENT_WINDOW + 5_000],
   );
-  // the partitions the fillers filled are sealed, their rows copied in bulk (migration 0030); the
-  // newest one is not: its final jobs are found on job itself, the rest through job_search
-  const step = await new SearchIndexBuilder(stack.ctx, { searchPartitionWidth: 1_000 }).tick();
+  // the slices the fillers filled are sealed and their rows copied (migration 0030); the newest
+  // is not: its final jobs are found on job itself, the rest through job_search
+  const step = await new SearchRowCopier(stack.ctx, { sliceWidth: 1_000 }).tick();
   expect(step.copied).toBeGreaterThan(10_000);
+  await tdb.db.pool.query('SELECT jobclock_search_upkeep(1000)');
   expect((await searchPartitions(tdb.db.pool)).length).toBeGreaterThan(10);
   const { rows: split } = await tdb.db.pool.query<{ indexed: string; direct: string }>(
     `SELECT (SELECT count(*) FROM job_search) AS indexed,

@@ -15,6 +15,7 @@ import {
   likePattern,
 } from '../../src/repositories/jobs.js';
 import { insertTask, insertTaskJob } from '../http/jobs-support.js';
+import { sealAll as sealEverything } from '../support/search-partitions.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 const NOW = new Date('2026-11-20T09:00:00.000Z');
@@ -381,17 +382,11 @@ describe('the rest', () => {
 const searchRows = async () =>
   (await tdb.db.pool.query<{ id: string; text: string }>('SELECT id::text AS id, text FROM job_search ORDER BY id')).rows;
 
-/**
- * Seals one range over every id (migration 0030): the triggers write a row for each job of a
- * sealed range as it ends. (A partition's range is sealed once it has filled; before that its jobs
- * have no row: see the last test here and test/scheduler/search-index-builder.test.ts.)
- */
-const sealAll = () =>
-  tdb.db.pool.query(`INSERT INTO job_search_sealed (lo, hi, copied_at) VALUES (-1, 9223372036854775807, now()) ON CONFLICT DO NOTHING`);
+const sealAll = () => sealEverything(tdb.db.pool);
 
 describe('job_search', () => {
   beforeEach(sealAll);
-  afterAll(() => tdb.db.pool.query('DELETE FROM job_search_sealed WHERE lo = -1'));
+  afterAll(() => tdb.db.pool.query('DELETE FROM job_search_sealed WHERE hi = 9223372036854775807'));
 
   it('gets a row when a job ends, whatever ends it, and none while it is open', async () => {
     const jobs = await jobInsertMany(
@@ -464,7 +459,7 @@ describe('job_search', () => {
     expect(rows[0]!.text).toContain('imported');
   });
 
-  it('gets no row for a job of a range not sealed yet, and one once its range is', async () => {
+  it('gets no row for a job of a range not sealed yet, and one once its range is (the copier fills the rest)', async () => {
     await tdb.db.pool.query('DELETE FROM job_search_sealed');
     const [job] = await jobInsertMany(tdb.db, [row({ args: { n: 1 }, maxAttempts: 1 })], NOW);
     await tdb.db.pool.query(`UPDATE job SET state = 'finished', finished_at = $2, subject = 'not yet' WHERE id = $1`, [job!.id, NOW]);

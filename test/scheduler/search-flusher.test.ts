@@ -11,11 +11,12 @@ import { SearchIndexFlusher } from '../../src/scheduler/search-flusher.js';
 import { systemClock } from '../../src/clock.js';
 import { testLogger } from '../support/app.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { sealSearchPartitions, repartition, searchPartitions } from '../support/search-partitions.js';
+import { repartition, sealAll, searchPartitions } from '../support/search-partitions.js';
 
 let tdb: TestDatabase;
 beforeAll(async () => {
   tdb = await createTestDatabase(4);
+  await sealAll(tdb.db.pool); // every job's row written as it ends
 });
 afterAll(async () => {
   await tdb?.destroy();
@@ -56,12 +57,8 @@ it('merges the pending lists of every partition, the old ones too: the pages it 
     `INSERT INTO job (type, args, subject, state, run_at) VALUES ('flush', '{"customer":"c-old"}', 'waited', 'queued', now()) RETURNING id`,
   );
   await repartition(tdb.db.pool, 100);
-  // partitions that filled and have their GINs (migration 0030); the rows of jobs ending late go
-  // into their pending lists
-  await sealSearchPartitions(tdb.db.pool);
   await finish(500);
   await tdb.db.pool.query('SELECT jobclock_search_upkeep(100)');
-  await sealSearchPartitions(tdb.db.pool);
   await tdb.db.pool.query(
     `UPDATE job SET state = 'finished', args = (SELECT jsonb_object_agg('k' || g, md5(g::text)) FROM generate_series(1, 300) g),
             attempts = 1, finished_at = now() WHERE id = $1`,
@@ -82,15 +79,8 @@ it('merges the pending lists of every partition, the old ones too: the pages it 
   expect(await count(`args @> '{"customer":"c-42"}'`)).toBe(1);
 });
 
-/** `n` jobs end into partitions that have their GINs. */
-const finishIndexed = async (n: number) => {
-  await tdb.db.pool.query('SELECT jobclock_search_upkeep(100)');
-  await sealSearchPartitions(tdb.db.pool);
-  await finish(n);
-};
-
 it('lets one instance merge at a time: a flush finding another at work returns at once, merging nothing', async () => {
-  await finishIndexed(300);
+  await finish(300);
   const otherDb = tdb.connect(2); // another instance's connection
   const other = await otherDb.pool.connect();
   try {
@@ -107,7 +97,7 @@ it('lets one instance merge at a time: a flush finding another at work returns a
 });
 
 it('merges as the owner of the indexes, so a role that does not own them may call it', async () => {
-  await finishIndexed(300);
+  await finish(300);
   const role = `jt_flush_${randomBytes(4).toString('hex')}`;
   await tdb.db.pool.query(`CREATE ROLE ${role}`);
   const c = await tdb.connect(2).pool.connect();

@@ -17,25 +17,15 @@ export async function repartition(pool: pg.Pool, width: number): Promise<void> {
 }
 
 /**
- * Seals every range partition of job_search now, as copied, and gives each its GIN indexes, as the
- * SearchIndexBuilder does once a partition has filled (migration 0030), under the same names: from
- * then on the triggers write the rows of the jobs that end. For tests of what happens to those rows.
+ * Seals one range over every id (migration 0030): the triggers write each final job's search row as
+ * it ends, as they did for every job before (a slice of ids is sealed once the ids have passed it;
+ * before that its jobs have no row: see test/scheduler/search-row-copier.test.ts). For tests of the
+ * rows and the partitions that hold them.
  */
-export async function sealSearchPartitions(pool: pg.Pool): Promise<void> {
+export async function sealAll(pool: pg.Pool): Promise<void> {
+  // from where the sealed ranges end (they never overlap), to the last id there can be
   await pool.query(
-    `WITH sealed AS (
-       INSERT INTO job_search_sealed (lo, hi, copied_at) SELECT lo, hi, now() FROM jobclock_search_ranges()
-       ON CONFLICT (lo) DO NOTHING RETURNING lo, hi)
-     INSERT INTO job_search (id, type, group_, worker, args, text)
-       SELECT j.id, j.type, j.group_, j.worker, j.args, jobclock_search_text(j.args, j.subject, j.error)
-         FROM sealed s JOIN job j ON j.id >= s.lo AND j.id < s.hi
-        WHERE j.state IN ('finished', 'failed', 'dropped', 'cancelled')
-     ON CONFLICT (id) DO NOTHING`,
+    `INSERT INTO job_search_sealed (lo, hi, copied_at)
+     SELECT coalesce(max(hi), 0), 9223372036854775807, now() FROM job_search_sealed HAVING coalesce(max(hi), 0) < 9223372036854775807`,
   );
-  for (const { name } of await searchPartitions(pool)) {
-    await pool.query(
-      `CREATE INDEX IF NOT EXISTS ${name}_args_gin ON ${name} USING gin (args jsonb_path_ops) WITH (gin_pending_list_limit = 512)`,
-    );
-    await pool.query(`CREATE INDEX IF NOT EXISTS ${name}_text_gin ON ${name} USING gin (text gin_trgm_ops)`);
-  }
 }
