@@ -26,6 +26,7 @@ import { LeaseReaper } from '../src/scheduler/lease-reaper.js';
 import { PeriodicScheduler } from '../src/scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from '../src/scheduler/retention-cleaner.js';
 import { SearchIndexFlusher } from '../src/scheduler/search-flusher.js';
+import { SearchRowCopier } from '../src/scheduler/search-row-copier.js';
 import { PlanRefresher } from '../src/scheduler/plan-refresher.js';
 import { loadConfig } from '../src/config.js';
 import type { ServiceContext } from '../src/services/context.js';
@@ -68,6 +69,7 @@ interface Instance {
   cleaner: RetentionCleaner | null;
   deliveries: DeliveryEngine;
   flusher: SearchIndexFlusher | null;
+  copier: SearchRowCopier;
   plans: PlanRefresher | null;
 }
 
@@ -137,6 +139,9 @@ async function open(args: OpenArgs): Promise<{ port: number; tid: number | null 
   scheduler?.start();
   reaper.start();
   flusher?.start();
+  // as in main.ts: copies the search rows of the slices of ids the jobs have passed
+  const copier = new SearchRowCopier(ctx);
+  copier.start();
   const cleaner = args.retention ? new RetentionCleaner(ctx) : null;
   cleaner?.start();
   // as in main.ts: idle unless a webhook is subscribed
@@ -153,7 +158,7 @@ async function open(args: OpenArgs): Promise<{ port: number; tid: number | null 
   // as in main.ts; BENCH_PLAN_REFRESH=off leaves it out (diagnosis: the fresh rows without it)
   const plans = /^(off|0|false|no)$/i.test(process.env.BENCH_PLAN_REFRESH ?? 'on') ? null : new PlanRefresher(ctx);
   plans?.start();
-  current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner, flusher, plans, deliveries };
+  current = { db, app, services, ctx, notifications, scheduler, reaper, cleaner, flusher, copier, plans, deliveries };
   if (profileDir) {
     profiler = new Session();
     profiler.connect();
@@ -181,6 +186,7 @@ async function close(): Promise<void> {
     inst.reaper.stop(),
     inst.cleaner?.stop(),
     inst.flusher?.stop(),
+    inst.copier.stop(),
     inst.plans?.stop(),
     inst.deliveries.stop(),
   ]);

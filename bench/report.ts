@@ -358,6 +358,10 @@ export function summarize(
     { key: 'c.pgboss12', label: 'pg-boss 12', min: 0.5 },
     { key: 'c.graphile018', label: 'graphile 0.18' },
   ]);
+  rate('b.perjobmin', '(b) jobclock: the same with Prefer: return=minimal (204, no job back)', 'jobs/s', [
+    { key: 'c.pgboss12', label: 'pg-boss 12', min: 0.35 },
+    { key: 'b.perjob', label: 'per-job' },
+  ]);
   rate('b.fresh', '(b) per-job /finished on a never-analyzed table, warmed up empty (2,000 jobs), grown to 62,000 rows', 'jobs/s', [
     { key: 'b.freshanalyzed', label: 'same after ANALYZE', min: 0.9 },
     { key: 'b.perjob', label: 'per-job' },
@@ -592,6 +596,7 @@ const CPU_ROWS: [key: string, label: string][] = [
   ['b.wait', '(b) jobclock, wait alone'],
   ['b.reports', '(b) jobclock, neither'],
   ['b.perjob', '(b) jobclock: per-job /finished'],
+  ['b.perjobmin', '(b) per-job, return=minimal'],
   ['b.fresh', '(b) per-job, never analyzed, grown'],
   ['b.freshanalyzed', '(b) per-job, grown, analyzed'],
   ['c.pgboss12', '(c) pg-boss 12 fetch + complete'],

@@ -771,10 +771,12 @@ CREATE OR REPLACE FUNCTION public.jobclock_search_on_insert()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  INSERT INTO job_search (id, type, group_, worker, args, text)
-    VALUES (NEW.id, NEW.type, NEW.group_, NEW.worker, NEW.args, jobclock_search_text(NEW.args, NEW.subject, NEW.error))
-  ON CONFLICT (id) DO UPDATE
-    SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text;
+  IF NEW.id < (SELECT s.hi FROM job_search_sealed s WHERE s.lo <= NEW.id ORDER BY s.lo DESC LIMIT 1) THEN
+    INSERT INTO job_search (id, type, group_, worker, args, text)
+      VALUES (NEW.id, NEW.type, NEW.group_, NEW.worker, NEW.args, jobclock_search_text(NEW.args, NEW.subject, NEW.error))
+    ON CONFLICT (id) DO UPDATE
+      SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text;
+  END IF;
   RETURN NULL;
 END;
 $function$;
@@ -783,11 +785,18 @@ CREATE OR REPLACE FUNCTION public.jobclock_search_on_update()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $function$
+DECLARE
+  top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
 BEGIN
+  IF top IS NULL THEN
+    RETURN NULL;
+  END IF;
   INSERT INTO job_search (id, type, group_, worker, args, text)
     SELECT n.id, n.type, n.group_, n.worker, n.args, jobclock_search_text(n.args, n.subject, n.error)
       FROM jobclock_new n
      WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled')
+       AND n.id < top
+       AND n.id < (SELECT s.hi FROM job_search_sealed s WHERE s.lo <= n.id ORDER BY s.lo DESC LIMIT 1)
   ON CONFLICT (id) DO UPDATE
     SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text
     WHERE (job_search.type, job_search.group_, job_search.worker, job_search.args, job_search.text)
@@ -807,6 +816,35 @@ AS $function$
          regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''?(-?[0-9]+)''?\) TO \(''?(-?[0-9]+)''?\)') b
    WHERE i.inhparent = 'job_search'::regclass AND b IS NOT NULL
    ORDER BY 2
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_search_slices_due(width bigint DEFAULT 10000)
+ RETURNS TABLE(lo bigint, hi bigint)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  WITH last AS (SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('job', 'id')), 0) + 1 AS id),
+  s AS (SELECT s.lo, s.hi, lead(s.lo) OVER (ORDER BY s.lo) AS next_lo FROM job_search_sealed s),
+  gaps AS (
+    SELECT s.hi AS a, coalesce(s.next_lo, (SELECT id FROM last)) AS b, s.next_lo IS NULL AS tail FROM s
+    UNION ALL
+    SELECT coalesce((SELECT min(j.id) FROM job j), 0),
+           coalesce((SELECT min(x.lo) FROM job_search_sealed x), (SELECT id FROM last)),
+           NOT EXISTS (SELECT 1 FROM job_search_sealed)
+  ),
+  pieces AS (
+    SELECT p.lo, least(p.lo + width, g.b) AS hi, g.tail
+      FROM gaps g, generate_series(g.a, g.b - 1, width) AS p(lo)
+     WHERE g.b > g.a
+  )
+  SELECT p.lo, p.hi FROM pieces p
+   WHERE (NOT p.tail OR p.hi = p.lo + width)
+     AND (SELECT count(*) FROM (
+            SELECT 1 FROM job j WHERE j.id >= p.lo AND j.id < p.hi AND j.state = 'queued'
+            UNION ALL
+            SELECT 1 FROM job j WHERE j.id >= p.lo AND j.id < p.hi AND j.state = 'waiting'
+            LIMIT greatest(1, (p.hi - p.lo) / 100)) o) < greatest(1, (p.hi - p.lo) / 100)
+   ORDER BY p.lo
 $function$;
 
 CREATE OR REPLACE FUNCTION public.jobclock_search_text(args jsonb, subject text, error jsonb)
@@ -1106,6 +1144,13 @@ CREATE TABLE job_search (
   text text NOT NULL
 ) PARTITION BY RANGE (id);
 
+CREATE TABLE job_search_sealed (
+  lo bigint NOT NULL,
+  hi bigint NOT NULL,
+  sealed_at timestamp with time zone DEFAULT now() NOT NULL,
+  copied_at timestamp with time zone
+);
+
 CREATE TABLE job_type_defaults (
   type text NOT NULL,
   max_attempts integer,
@@ -1272,6 +1317,7 @@ ALTER TABLE ONLY job ADD CONSTRAINT job_periodic_task_id_fkey FOREIGN KEY (perio
 ALTER TABLE ONLY job_dependency ADD CONSTRAINT job_dependency_pkey PRIMARY KEY (depends_on, job_id);
 ALTER TABLE ONLY job_event ADD CONSTRAINT job_event_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY job_search ADD CONSTRAINT job_search_pkey PRIMARY KEY (id);
+ALTER TABLE ONLY job_search_sealed ADD CONSTRAINT job_search_sealed_pkey PRIMARY KEY (lo);
 ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_pkey PRIMARY KEY (type);
 ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_lease_check CHECK ((lease > 0));
 ALTER TABLE ONLY job_type_defaults ADD CONSTRAINT job_type_defaults_max_attempts_check CHECK ((max_attempts >= 1));
@@ -1328,6 +1374,7 @@ CREATE INDEX job_deadline_idx ON public.job USING btree (deadline) WHERE ((state
 CREATE UNIQUE INDEX job_debounce_key_idx ON public.job USING btree (debounce_key) WHERE ((state = 'queued'::text) AND (debounce_until IS NOT NULL));
 CREATE INDEX job_fair_idx ON public.job USING btree (priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
 CREATE INDEX job_fair_type_idx ON public.job USING btree (type, priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
+CREATE INDEX job_final_id_idx ON public.job USING btree (id) WHERE (state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]));
 CREATE INDEX job_finished_idx ON public.job USING btree (finished_at) WHERE (state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]));
 CREATE INDEX job_lease_expiry_idx ON public.job USING btree (lease_expires_at) WHERE (state = 'running'::text);
 CREATE INDEX job_open_by_task_idx ON public.job USING btree (periodic_task_id) WHERE ((periodic_task_id IS NOT NULL) AND (state = ANY (ARRAY['queued'::text, 'running'::text])));

@@ -15,6 +15,7 @@ import { LeaseReaper } from './scheduler/lease-reaper.js';
 import { PeriodicScheduler } from './scheduler/periodic-scheduler.js';
 import { RetentionCleaner } from './scheduler/retention-cleaner.js';
 import { SearchIndexFlusher } from './scheduler/search-flusher.js';
+import { SearchRowCopier } from './scheduler/search-row-copier.js';
 import { PlanRefresher } from './scheduler/plan-refresher.js';
 import type { ServiceContext } from './services/context.js';
 import { createServices } from './services/index.js';
@@ -61,6 +62,7 @@ async function main(): Promise<void> {
   });
   const plans = new PlanRefresher(ctx);
   const flusher = config.searchFlushMs === null ? null : new SearchIndexFlusher(ctx, { intervalMs: config.searchFlushMs });
+  const copier = new SearchRowCopier(ctx);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -75,7 +77,15 @@ async function main(): Promise<void> {
     force.unref();
     try {
       services.workers.shutdown(); // stop leasing; waiting long-polls answer 204 now
-      await Promise.all([scheduler?.stop(), reaper.stop(), cleaner.stop(), plans.stop(), flusher?.stop(), deliveries.stop()]); // the scheduler unmarks what this instance marked
+      await Promise.all([
+        scheduler?.stop(),
+        reaper.stop(),
+        cleaner.stop(),
+        plans.stop(),
+        flusher?.stop(),
+        copier.stop(),
+        deliveries.stop(),
+      ]); // the scheduler unmarks what this instance marked
       await app.close(); // finishes in-flight requests
       await notifications.stop();
       await runtime.close();
@@ -102,6 +112,7 @@ async function main(): Promise<void> {
   cleaner.start();
   plans.start();
   flusher?.start();
+  copier.start();
   deliveries.start();
 }
 

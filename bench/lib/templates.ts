@@ -275,7 +275,8 @@ export class Templates {
  * Runs `insert`, which adds final jobs in bulk, with the row trigger that writes their search rows
  * one by one switched off, and writes those rows afterwards in one statement (migrations 0013 and
  * 0017), into the partitions the upkeep makes for the new ids first (migration 0018), as the
- * service's retention sweep does.
+ * service's retention sweep does; their ids sealed as copied, as the SearchRowCopier leaves them
+ * (migration 0030; the queued jobs' slices before them are the copier's to seal as they drain).
  */
 async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>): Promise<void> {
   await db.exec('alter table job disable trigger job_search_on_insert');
@@ -285,6 +286,14 @@ async function insertFinalJobs(db: FreshDatabase, insert: () => Promise<unknown>
     await db.exec('alter table job enable trigger job_search_on_insert');
   }
   await db.exec('select jobclock_search_upkeep()');
+  await db.exec(
+    `insert into job_search_sealed (lo, hi, copied_at)
+     select x.lo, x.hi, now()
+       from (select greatest((select coalesce(max(hi), 0) from job_search_sealed),
+                             (select min(id) from job where state in ('finished', 'failed', 'dropped', 'cancelled')) / 10000 * 10000) as lo,
+                    (pg_sequence_last_value(pg_get_serial_sequence('job', 'id')) / 10000 + 1) * 10000 as hi) x
+      where x.hi > x.lo`,
+  );
   await db.exec(
     `insert into job_search (id, type, group_, worker, args, text)
      select id, type, group_, worker, args, jobclock_search_text(args, subject, error) from job

@@ -399,7 +399,12 @@ export async function lease(
  * long-poll like a real worker; the run ends when every queued job is finished, and the requests
  * still parked then are aborted (their time is not counted: the last report ends the run).
  */
-export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', style: LeaseStyle = {}, shape: QueueShape = {}): Unit {
+export function jobclockProcessing(
+  key: string,
+  mode: 'reports' | 'per-job' | 'per-job-minimal',
+  style: LeaseStyle = {},
+  shape: QueueShape = {},
+): Unit {
   const leaseLoops = 4;
   const reportSockets = 48;
   return {
@@ -446,7 +451,7 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
           await setGroupsDefault(base, { concurrency: shape.groupsDefault, rate: shape.groupsDefaultRate });
         if (shape.webhooks) hooks = await startHooks(base, shape.webhooks);
         leaser = new HttpClient(base, tokenOf('worker'), leaseLoops);
-        reporter = mode === 'per-job' ? new HttpClient(base, tokenOf('worker'), reportSockets) : leaser;
+        reporter = mode === 'reports' ? leaser : new HttpClient(base, tokenOf('worker'), reportSockets);
         const rep = reporter;
         const lsr = leaser;
         let finished = 0; // over both phases: the run is over when it reaches n
@@ -506,8 +511,14 @@ export function jobclockProcessing(key: string, mode: 'reports' | 'per-job', sty
                   } else {
                     await Promise.all(
                       jobs.map(async (j) => {
-                        const res = await rep.post(`/jobs/${encodeURIComponent(j.id)}/finished`, { leaseToken: j.leaseToken });
-                        if (res.status !== 200) throw unexpected('POST /jobs/{id}/finished', res);
+                        const minimal = mode === 'per-job-minimal';
+                        const res = await rep.post(
+                          `/jobs/${encodeURIComponent(j.id)}/finished`,
+                          { leaseToken: j.leaseToken },
+                          undefined,
+                          minimal ? { prefer: 'return=minimal' } : undefined,
+                        );
+                        if (res.status !== (minimal ? 204 : 200)) throw unexpected('POST /jobs/{id}/finished', res);
                         count(1);
                       }),
                     );
@@ -669,6 +680,8 @@ export const jobclockTypes = jobclockProcessing('b.types', 'reports', { types: [
 export const jobclockWait = jobclockProcessing('b.wait', 'reports', { wait: '30s' });
 export const jobclockReports = jobclockProcessing('b.reports', 'reports');
 export const jobclockPerJob = jobclockProcessing('b.perjob', 'per-job');
+/** The same with `Prefer: return=minimal` on each report: 204, no job read back or sent. */
+export const jobclockPerJobMinimal = jobclockProcessing('b.perjobmin', 'per-job-minimal');
 /** The README loop with 3 webhooks subscribed to job.finished, delivered to a local receiver meanwhile. */
 export const jobclockHooks3 = jobclockProcessing('b.hooks3', 'reports', { types: ['noop'], wait: '30s' }, { webhooks: 3 });
 /**

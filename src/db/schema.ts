@@ -140,6 +140,14 @@ export interface JobSearchTable {
   text: string;
 }
 
+/** The id ranges of job_search that are sealed (migration 0030): their jobs' rows are written as they end; copied_at: the rows of those that had ended before were copied. */
+export interface JobSearchSealedTable {
+  lo: number | string;
+  hi: number | string;
+  sealed_at: Generated<Date>;
+  copied_at: Date | null;
+}
+
 export type FlowKind = 'type' | 'group';
 
 /** Pause, concurrency and rate of one job type or group. */
@@ -273,6 +281,7 @@ export interface Database {
   job_event: JobEventTable;
   job_dependency: JobDependencyTable;
   job_search: JobSearchTable;
+  job_search_sealed: JobSearchSealedTable;
   flow_policy: FlowPolicyTable;
   flow_slot: FlowSlotTable;
   flow_token: FlowTokenTable;

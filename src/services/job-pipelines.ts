@@ -37,6 +37,8 @@ export interface JobPipelines {
   readonly debouncer: BatchCommitter<DebouncedRow, { job: Job; created: boolean }>;
   /** Finished/failed reports of concurrent single requests, committed together. */
   readonly completer: BatchCommitter<ReportInput, ReportResult>;
+  /** The same for requests that asked for no job back (Prefer: return=minimal): the statement returns none. */
+  readonly minimalCompleter: BatchCommitter<ReportInput, ReportResult>;
   /** Lease requests of concurrent workers, claimed together. */
   readonly leaser: LeaseCombiner;
   /** Waiting long-polls, woken by the jobs channel's notifications. */
@@ -67,6 +69,11 @@ export function createJobPipelines(ctx: ServiceContext): JobPipelines {
     }),
     completer: new BatchCommitter<ReportInput, ReportResult>(
       (inputs) => writeReports(ctx, inputs),
+      { maxBatch: 1000, maxInFlight: 2 },
+      ctx.logger,
+    ),
+    minimalCompleter: new BatchCommitter<ReportInput, ReportResult>(
+      (inputs) => writeReports(ctx, inputs, false),
       { maxBatch: 1000, maxInFlight: 2 },
       ctx.logger,
     ),

@@ -223,12 +223,16 @@ export class WorkerProtocolService {
   }
 
   /** One finished/failed report (through the completer: concurrent reports share a statement). */
-  async report(req: ReportRequest): Promise<Job> {
+  async report(req: ReportRequest): Promise<Job>;
+  /** `withJob: false`: the job is not read back (Prefer: return=minimal); resolves to null once applied. */
+  async report(req: ReportRequest, opts: { withJob: false }): Promise<null>;
+  async report(req: ReportRequest, opts: { withJob?: boolean } = {}): Promise<Job | null> {
     this.active();
-    const res = await this.completer.submit(this.toInput(req));
+    const withJob = opts.withJob ?? true;
+    const res = await (withJob ? this.completer : this.pipelines.minimalCompleter).submit(this.toInput(req));
     if (res.verdict === 'not-found') throw new NotFoundError(`There is no job ${req.id}.`);
     if (res.verdict === 'lease-lost') throw new LeaseLostError(leaseLostDetail(req.id, req.outcome, res.currentState, res.tokenMatches));
-    return res.job!;
+    return withJob ? res.job! : null;
   }
 
   /**

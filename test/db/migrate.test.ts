@@ -9,6 +9,10 @@ import { deliveryClaim } from '../../src/repositories/webhooks.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 import { searchPartitions } from '../support/search-partitions.js';
 import { SQLSTATE } from '../../src/db/pg-errors.js';
+import { jobSearch } from '../../src/repositories/jobs.js';
+import { SearchRowCopier } from '../../src/scheduler/search-row-copier.js';
+import { systemClock } from '../../src/clock.js';
+import { testLogger } from '../support/app.js';
 
 let tdb: TestDatabase;
 let tmp: string;
@@ -67,7 +71,7 @@ it('records the checksums of a database migrated before they were kept, at its n
 
 /**
  * A database of its own migrated up to (not including) migration `next`; `seed` adds rows there,
- * then the rest of the migrations run and `check` looks at the result. Dropped afterwards.
+ * then `next` runs and `check` looks at the result. Dropped afterwards.
  */
 async function acrossMigration(next: string, seed: (db: Db) => Promise<unknown>, check: (db: Db) => Promise<void>): Promise<void> {
   const name = `jt_m${next}_${Date.now()}`;
@@ -78,7 +82,10 @@ async function acrossMigration(next: string, seed: (db: Db) => Promise<unknown>,
     for (const f of await readdir(before)) if (f >= next) await rm(path.join(before, f));
     await migrateToLatest(db.kysely, before);
     await seed(db);
-    await migrateToLatest(db.kysely);
+    // then up to and including `next`: what a later migration changes is its own test's
+    const through = await copyMigrations(`through-${next}`, (_f, text) => text);
+    for (const f of await readdir(through)) if (/^\d{4}_/.test(f) && f.slice(0, 4) > next) await rm(path.join(through, f));
+    await migrateToLatest(db.kysely, through);
     await check(db);
   } finally {
     await db.destroy();
@@ -253,6 +260,71 @@ it('0028 keeps the deliveries pending before it, claimable as they were, and rec
       const { rows } = await db.pool.query('SELECT event, cardinality(subjects) AS n, cardinality(webhook_ids) AS w FROM webhook_event');
       expect(rows).toEqual([{ event: 'job.finished', n: 1, w: 1 }]);
       expect((await db.pool.query('SELECT count(*)::int AS n FROM webhook_delivery')).rows[0].n).toBe(3);
+    },
+  );
+});
+
+it('0030 keeps every job and search row, seals the ids given out as copied, and the copier takes the rest', async () => {
+  let seeded: { state: string; n: string }[] = [];
+  const byState = async (db: Db) =>
+    (await db.pool.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM job GROUP BY state ORDER BY state')).rows;
+  const searchRows = async (db: Db) =>
+    (await db.pool.query('SELECT id, type, group_, worker, args, text FROM job_search ORDER BY id')).rows as unknown[];
+  let rowsBefore: unknown[] = [];
+  await acrossMigration(
+    '0030',
+    async (db) => {
+      await db.pool.query(
+        `INSERT INTO job (type, group_, args, subject, worker, state, run_at, attempts, started_at, finished_at, error) VALUES
+           ('mail', 'acme', '{"customer":"kept"}', 'ended', 'w-1', 'finished', now(), 1, now(), now(), NULL),
+           ('mail', 'acme', '{"customer":"broke"}', 'ended badly', 'w-1', 'failed', now(), 3, now(), now(), '{"message":"smtp refused"}'),
+           ('mail', 'acme', '{"customer":"open"}', 'waiting', NULL, 'queued', now(), 0, NULL, NULL, NULL),
+           ('mail', 'acme', '{"customer":"later"}', 'later', NULL, 'queued', now() + interval '1 day', 0, NULL, NULL, NULL)`,
+      );
+      await db.pool.query(
+        `INSERT INTO job (type, args, state, run_at, attempts, started_at, worker, lease_token, lease_expires_at)
+         VALUES ('mail', '{"customer":"busy"}', 'running', now(), 1, now(), 'w-2', gen_random_uuid(), now() + interval '1 minute')`,
+      );
+      await db.pool.query(`INSERT INTO periodic_task (id, task, timer, nextrun, created, concurrency_policy)
+                           VALUES ('t-kept', 'mail', 'every 1h', now(), now(), 'forbid')`);
+      await db.pool.query(`INSERT INTO flow_policy (kind, name, paused, updated_at) VALUES ('type', 'mail', true, now())`);
+      seeded = await byState(db);
+      rowsBefore = await searchRows(db);
+    },
+    async (db) => {
+      expect(await byState(db)).toEqual(seeded);
+      expect(await searchRows(db)).toEqual(rowsBefore);
+      expect(rowsBefore).toHaveLength(2);
+      expect((await db.pool.query('SELECT id FROM periodic_task')).rows).toEqual([{ id: 't-kept' }]);
+      expect((await db.pool.query('SELECT name, paused FROM flow_policy')).rows).toEqual([{ name: 'mail', paused: true }]);
+      // every id given out is sealed as copied: the open jobs' rows are written as they end, as before
+      const { rows: sealed } = await db.pool.query<{ lo: string; hi: string; copied: boolean }>(
+        'SELECT lo, hi, copied_at IS NOT NULL AS copied FROM job_search_sealed',
+      );
+      expect(sealed).toEqual([{ lo: 0, hi: 6, copied: true }]);
+      await db.pool.query(`UPDATE job SET state = 'finished', finished_at = now() WHERE args->>'customer' = 'open'`);
+      expect((await searchRows(db)).length).toBe(3);
+      // a job made after the migration has no row until its slice is copied; it is found all the same
+      await db.pool.query(
+        `INSERT INTO job (type, args, subject, state, run_at, finished_at) VALUES ('mail', '{"customer":"new"}', 'fresh', 'finished', now(), now())`,
+      );
+      expect((await searchRows(db)).length).toBe(3);
+      const found = async () => (await jobSearch(db, { q: 'fresh', limit: 10 })).jobs.map((j) => j.args);
+      expect(await found()).toEqual([{ customer: 'new' }]);
+      const copier = new SearchRowCopier(
+        {
+          db,
+          clock: systemClock,
+          logger: testLogger(),
+          notifications: null as never,
+          instanceId: 'migrate-test',
+          retentionMs: 7 * 24 * 3600 * 1000,
+        },
+        { sliceWidth: 1 },
+      );
+      expect(await copier.tick()).toEqual({ sealed: 1, copied: 1 });
+      expect((await searchRows(db)).length).toBe(4);
+      expect(await found()).toEqual([{ customer: 'new' }]);
     },
   );
 });

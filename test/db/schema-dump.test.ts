@@ -19,6 +19,7 @@ const declared: Record<keyof Database, true> = {
   job_event: true,
   job_dependency: true,
   job_search: true,
+  job_search_sealed: true,
   flow_policy: true,
   flow_slot: true,
   flow_token: true,

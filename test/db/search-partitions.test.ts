@@ -6,11 +6,12 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { jobSearchUpkeep } from '../../src/repositories/jobs.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
-import { repartition, searchPartitions } from '../support/search-partitions.js';
+import { repartition, sealAll, searchPartitions } from '../support/search-partitions.js';
 
 let tdb: TestDatabase;
 beforeAll(async () => {
   tdb = await createTestDatabase(4);
+  await sealAll(tdb.db.pool); // every job's row written as it ends
 });
 afterAll(async () => {
   await tdb?.destroy();

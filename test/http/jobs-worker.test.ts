@@ -1,4 +1,5 @@
 /** The worker protocol over HTTP with a controlled clock: lease, heartbeat, finished, failed, reports. */
+import request from 'supertest';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
@@ -223,6 +224,31 @@ describe('POST /jobs/{id}/finished', () => {
     expect((await api.post(`/jobs/${first.id}/finished`, { leaseToken: WRONG_TOKEN })).status).toBe(409);
     expect((await api.post(`/jobs/${second.id}/finished`, { leaseToken: second.leaseToken })).status).toBe(200);
     expect((await api.post('/jobs/424242/finished', { leaseToken: WRONG_TOKEN })).status).toBe(404);
+  });
+
+  it('answers 204 without the job to Prefer: return=minimal, once applied; errors stay problem documents', async () => {
+    await api.create({ type: 't' });
+    await api.create({ type: 't' });
+    const [a, b] = await api.lease({ worker: 'w1', limit: 2 });
+    const minimal = (path: string, body: unknown) =>
+      request(api.stack.app.server)
+        .post(path)
+        .set('prefer', 'return=minimal')
+        .send(body as object);
+    const done = await minimal(`/jobs/${a!.id}/finished`, { leaseToken: a!.leaseToken, result: { sent: 1 } });
+    expect(done.status).toBe(204);
+    expect(done.headers['preference-applied']).toBe('return=minimal');
+    expect(done.text).toBe('');
+    expect((await api.get(`/jobs/${a!.id}`)).body).toMatchObject({ state: 'finished', result: { sent: 1 } });
+    const failed = await minimal(`/jobs/${b!.id}/failed`, { leaseToken: b!.leaseToken, error: { message: 'no' }, final: true });
+    expect(failed.status).toBe(204);
+    expect((await api.get(`/jobs/${b!.id}`)).body).toMatchObject({ state: 'failed', error: { message: 'no' } });
+    // a repeat is harmless; a wrong token is still 409, an unknown job 404, with their problem documents
+    expect((await minimal(`/jobs/${a!.id}/finished`, { leaseToken: a!.leaseToken })).status).toBe(204);
+    const wrong = await minimal(`/jobs/${a!.id}/finished`, { leaseToken: WRONG_TOKEN });
+    expect(wrong.status).toBe(409);
+    expect(wrong.body.type).toBe('urn:jobclock:problem:lease-lost');
+    expect((await minimal('/jobs/424242/finished', { leaseToken: WRONG_TOKEN })).status).toBe(404);
   });
 
   it('accepts a report inside the grace after the deadline and refuses one after it', async () => {

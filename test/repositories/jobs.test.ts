@@ -16,6 +16,7 @@ import {
   likePattern,
 } from '../../src/repositories/jobs.js';
 import { insertTask, insertTaskJob } from '../http/jobs-support.js';
+import { sealAll as sealEverything } from '../support/search-partitions.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
 
 const NOW = new Date('2026-11-20T09:00:00.000Z');
@@ -394,6 +395,7 @@ describe('the rest', () => {
   });
 
   it('deletes at most `limit` old final jobs per statement, with their search rows', async () => {
+    await sealAll();
     await tdb.db.pool.query(
       `INSERT INTO job (type, state, run_at, finished_at) SELECT 'x', 'finished', $1, $1 FROM generate_series(1, 25)`,
       [plus(-10)],
@@ -411,7 +413,12 @@ describe('the rest', () => {
 const searchRows = async () =>
   (await tdb.db.pool.query<{ id: string; text: string }>('SELECT id::text AS id, text FROM job_search ORDER BY id')).rows;
 
+const sealAll = () => sealEverything(tdb.db.pool);
+
 describe('job_search', () => {
+  beforeEach(sealAll);
+  afterAll(() => tdb.db.pool.query('DELETE FROM job_search_sealed WHERE hi = 9223372036854775807'));
+
   it('gets a row when a job ends, whatever ends it, and none while it is open', async () => {
     const jobs = await jobInsertMany(
       tdb.db,
@@ -481,5 +488,17 @@ describe('job_search', () => {
     const rows = await searchRows();
     expect(rows).toHaveLength(1);
     expect(rows[0]!.text).toContain('imported');
+  });
+
+  it('gets no row for a job of a range not sealed yet, and one once its range is (the copier fills the rest)', async () => {
+    await tdb.db.pool.query('DELETE FROM job_search_sealed');
+    const [job] = await jobInsertMany(tdb.db, [row({ args: { n: 1 }, maxAttempts: 1 })], NOW);
+    await tdb.db.pool.query(`UPDATE job SET state = 'finished', finished_at = $2, subject = 'not yet' WHERE id = $1`, [job!.id, NOW]);
+    await tdb.db.pool.query(`INSERT INTO job (type, state, run_at, finished_at) VALUES ('x', 'finished', $1, $1)`, [NOW]);
+    expect(await searchRows()).toEqual([]);
+    // its range sealed: the next change to it writes its row (the copy of the range is the builder's)
+    await tdb.db.pool.query(`INSERT INTO job_search_sealed (lo, hi, copied_at) VALUES ($1::bigint, $1::bigint + 1, now())`, [job!.id]);
+    await tdb.db.pool.query(`UPDATE job SET subject = 'sealed now' WHERE id = $1`, [job!.id]);
+    expect((await searchRows()).map((r) => [r.id, r.text.includes('sealed now')])).toEqual([[job!.id, true]]);
   });
 });

@@ -15,3 +15,17 @@ export async function repartition(pool: pg.Pool, width: number): Promise<void> {
   for (const { name } of await searchPartitions(pool)) await pool.query(`DROP TABLE ${name}`);
   await pool.query('SELECT jobclock_search_upkeep($1)', [width]);
 }
+
+/**
+ * Seals one range over every id (migration 0030): the triggers write each final job's search row as
+ * it ends, as they did for every job before (a slice of ids is sealed once the ids have passed it;
+ * before that its jobs have no row: see test/scheduler/search-row-copier.test.ts). For tests of the
+ * rows and the partitions that hold them.
+ */
+export async function sealAll(pool: pg.Pool): Promise<void> {
+  // from where the sealed ranges end (they never overlap), to the last id there can be
+  await pool.query(
+    `INSERT INTO job_search_sealed (lo, hi, copied_at)
+     SELECT coalesce(max(hi), 0), 9223372036854775807, now() FROM job_search_sealed HAVING coalesce(max(hi), 0) < 9223372036854775807`,
+  );
+}

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ProblemSchema, standardErrors } from '../schemas/common.js';
-import { JobIdParams, JobSchema, jobDto } from '../schemas/jobs.js';
+import { JobIdParams, JobSchema, jobDto, prefersMinimal } from '../schemas/jobs.js';
 import {
   FailedBody,
   FinishedBody,
@@ -13,6 +13,7 @@ import {
   LeaseResponse,
   ReleaseBody,
   ReportsBody,
+  ReportPreferHeaders,
   ReportsResponse,
 } from '../schemas/workers.js';
 import type { ReportVerdict } from '../../services/worker-protocol.js';
@@ -20,6 +21,7 @@ import type { RouteDeps } from '../deps.js';
 
 const notFound = { 404: ProblemSchema } as const;
 const conflict = { 409: ProblemSchema } as const;
+const MINIMAL_REPORT = z.null().meta({ description: 'Reported (Prefer: return=minimal): no job in the answer' });
 
 /** A batched report's result carries the status its single report would have had. */
 const REPORT_STATUS: Record<ReportVerdict, 200 | 404 | 409> = { applied: 200, repeat: 200, 'not-found': 404, 'lease-lost': 409 };
@@ -115,17 +117,23 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           tags: ['workers'],
           operationId: 'reportJobFinished',
           summary: 'Report a job finished',
-          description: 'Repeating it with the same token is harmless (200); a stale or wrong token is 409.',
+          description:
+            'Repeating it with the same token is harmless (200); a stale or wrong token is 409. ' +
+            'With `Prefer: return=minimal` the answer is 204 without the job (a worker that reports one job per request has no use for it).',
           params: JobIdParams,
+          headers: ReportPreferHeaders,
           body: FinishedBody,
-          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
+          response: { 200: JobSchema, 204: MINIMAL_REPORT, ...standardErrors, ...notFound, ...conflict },
         },
       },
-      async (request) => {
+      async (request, reply) => {
         const b = request.body;
-        return jobDto(
-          await workers.report({ id: request.params.id, leaseToken: b.leaseToken, outcome: 'finished', result: b.result, state: b.state }),
-        );
+        const req = { id: request.params.id, leaseToken: b.leaseToken, outcome: 'finished' as const, result: b.result, state: b.state };
+        if (prefersMinimal(request.headers.prefer)) {
+          await workers.report(req, { withJob: false });
+          return reply.status(204).header('preference-applied', 'return=minimal').send(null);
+        }
+        return reply.status(200).send(jobDto(await workers.report(req)));
       },
     );
 
@@ -137,25 +145,31 @@ export function workerRoutes(deps: RouteDeps): FastifyPluginAsyncZod {
           tags: ['workers'],
           operationId: 'reportJobFailed',
           summary: 'Report a job failed',
-          description: 'With attempts left the job is queued again after a backoff (or retryIn); else, or with final: true, it is failed.',
+          description:
+            'With attempts left the job is queued again after a backoff (or retryIn); else, or with final: true, it is failed. ' +
+            'With `Prefer: return=minimal` the answer is 204 without the job.',
           params: JobIdParams,
+          headers: ReportPreferHeaders,
           body: FailedBody,
-          response: { 200: JobSchema, ...standardErrors, ...notFound, ...conflict },
+          response: { 200: JobSchema, 204: MINIMAL_REPORT, ...standardErrors, ...notFound, ...conflict },
         },
       },
-      async (request) => {
+      async (request, reply) => {
         const b = request.body;
-        return jobDto(
-          await workers.report({
-            id: request.params.id,
-            leaseToken: b.leaseToken,
-            outcome: 'failed',
-            error: b.error,
-            retryInMs: b.retryIn,
-            final: b.final,
-            state: b.state,
-          }),
-        );
+        const req = {
+          id: request.params.id,
+          leaseToken: b.leaseToken,
+          outcome: 'failed' as const,
+          error: b.error,
+          retryInMs: b.retryIn,
+          final: b.final,
+          state: b.state,
+        };
+        if (prefersMinimal(request.headers.prefer)) {
+          await workers.report(req, { withJob: false });
+          return reply.status(204).header('preference-applied', 'return=minimal').send(null);
+        }
+        return reply.status(200).send(jobDto(await workers.report(req)));
       },
     );
 

@@ -300,3 +300,11 @@ export const ReportsResponse = z
       ],
     },
   });
+
+/** `Prefer` on a single report (RFC 7240). */
+export const ReportPreferHeaders = z.object({
+  prefer: z.string().optional().meta({
+    description: '`return=minimal`: answer 204 without the job once the report is applied; `Preference-Applied` says so.',
+    example: 'return=minimal',
+  }),
+});

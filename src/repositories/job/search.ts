@@ -3,6 +3,7 @@ import type { Executor } from '../../db/executor.js';
 import type { Job, JobState } from '../../domain/job.js';
 import { filtered, likePattern, type JobSearchFilter } from './filter.js';
 import { jobFromRow, type JobRow } from './row.js';
+import { jobSearchCopiedRanges } from './search-partitions.js';
 
 /**
  * How many of the newest jobs a search by type, group, worker or content (q, argsContains) filters
@@ -163,9 +164,28 @@ async function older(
       : sql<{ id: string }>`
       SELECT id FROM job_search WHERE ${sql.join(keys, sql` AND `)} AND id < ${from}::bigint
        ORDER BY id DESC LIMIT ${SEARCH_BATCH}`;
+  // The final jobs of the ranges not copied into job_search yet (migration 0030: the newest
+  // partition, and any held back by open jobs) are read on job itself, a batch at a time beside.
+  const gaps = uncopied(await jobSearchCopiedRanges(db), stop);
+  const fromJob = (from: string) =>
+    filtered(db, f)
+      .select('id')
+      .where(sql<boolean>`id < ${from}::bigint AND state IN ('finished', 'failed', 'dropped', 'cancelled')`)
+      .where(
+        sql<boolean>`(${sql.join(
+          gaps.map(([lo, hi]) => (hi === null ? sql`id >= ${lo}::bigint` : sql`(id >= ${lo}::bigint AND id < ${hi}::bigint)`)),
+          sql` OR `,
+        )})`,
+      )
+      .orderBy('id', 'desc')
+      .limit(SEARCH_BATCH)
+      .execute();
   const found: JobRow[] = [];
   for (let from = floor; found.length < limit;) {
-    const { rows } = await batch(from).execute(db.kysely);
+    const [indexed, direct] = await Promise.all([batch(from).execute(db.kysely), gaps.length > 0 ? fromJob(from) : []]);
+    // the newest SEARCH_BATCH of both (each gave its newest SEARCH_BATCH below `from`)
+    const merged = [...new Set([...indexed.rows, ...direct].map((r) => String(r.id)))].sort((a, b) => Number(b) - Number(a));
+    const rows = merged.slice(0, SEARCH_BATCH).map((id) => ({ id }));
     if (rows.length === 0) break;
     const ids = rows.map((r) => String(r.id));
     const jobs = (await finalJobs(from)
@@ -182,3 +202,22 @@ async function older(
 
 /** How many ids a content search takes from job_search at a time. */
 const SEARCH_BATCH = 500;
+
+/**
+ * The id ranges not covered by the copied ones, at or above `stop`: [lo, hi), hi null for no end.
+ * Ranges are contiguous partitions, so the gaps are few (the newest partition, the ones ahead, any
+ * held back by open jobs).
+ */
+export function uncopied(copied: readonly { lo: string; hi: string }[], stop: string | null): [string, string | null][] {
+  const gaps: [string, string | null][] = [];
+  let at = stop === null ? 0n : BigInt(stop);
+  for (const r of copied) {
+    const lo = BigInt(r.lo);
+    const hi = BigInt(r.hi);
+    if (hi <= at) continue;
+    if (lo > at) gaps.push([String(at), String(lo)]);
+    at = hi;
+  }
+  gaps.push([String(at), null]);
+  return gaps;
+}

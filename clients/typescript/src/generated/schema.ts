@@ -193,7 +193,7 @@ export interface paths {
         put?: never;
         /**
          * Report a job failed
-         * @description With attempts left the job is queued again after a backoff (or retryIn); else, or with final: true, it is failed.
+         * @description With attempts left the job is queued again after a backoff (or retryIn); else, or with final: true, it is failed. With `Prefer: return=minimal` the answer is 204 without the job.
          */
         post: operations["reportJobFailed"];
         delete?: never;
@@ -213,7 +213,7 @@ export interface paths {
         put?: never;
         /**
          * Report a job finished
-         * @description Repeating it with the same token is harmless (200); a stale or wrong token is 409.
+         * @description Repeating it with the same token is harmless (200); a stale or wrong token is 409. With `Prefer: return=minimal` the answer is 204 without the job (a worker that reports one job per request has no use for it).
          */
         post: operations["reportJobFinished"];
         delete?: never;
@@ -3241,7 +3241,10 @@ export interface operations {
     reportJobFailed: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `return=minimal`: answer 204 without the job once the report is applied; `Preference-Applied` says so. */
+                prefer?: string;
+            };
             path: {
                 id: string;
             };
@@ -3261,6 +3264,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Job"];
                 };
+            };
+            /** @description Reported (Prefer: return=minimal): no job in the answer */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Default Response */
             400: {
@@ -3339,7 +3349,10 @@ export interface operations {
     reportJobFinished: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `return=minimal`: answer 204 without the job once the report is applied; `Preference-Applied` says so. */
+                prefer?: string;
+            };
             path: {
                 id: string;
             };
@@ -3359,6 +3372,13 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Job"];
                 };
+            };
+            /** @description Reported (Prefer: return=minimal): no job in the answer */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Default Response */
             400: {
