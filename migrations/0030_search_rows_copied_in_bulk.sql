@@ -4,8 +4,8 @@
 -- Writing the search row was the larger part of what a finished job cost PostgreSQL beyond
 -- pg-boss's complete: in EXPLAIN ANALYZE of the README loop's report of 100 jobs the search trigger
 -- took 1.05 of 2.9 ms; with args and a subject like a user's, the lease and report of a job cost
--- 127 µs of PostgreSQL CPU and 3.8 kB of WAL with the row, 87 µs and 1.3 kB without it (pg-boss 12's
--- fetch and complete: 73 µs, 1.5 kB; bench/search-rows.ts).
+-- 128 µs of PostgreSQL CPU and 3.6 kB of WAL with the row, 97 µs and 1.4 kB without it (pg-boss 12's
+-- fetch and complete: 63 µs, 1.5 kB; bench/search-rows.ts), the copy 31 µs afterwards.
 --
 -- job_search_sealed holds the id ranges whose final jobs have their rows: the triggers write the
 -- row of a job of a sealed range as it ends (a job that waited long, ended again, or was changed

@@ -167,19 +167,22 @@ async function older(
   // The final jobs of the ranges not copied into job_search yet (migration 0030: the newest
   // partition, and any held back by open jobs) are read on job itself, a batch at a time beside.
   const gaps = uncopied(await jobSearchCopiedRanges(db), stop);
-  const fromJob = (from: string) =>
-    filtered(db, f)
-      .select('id')
-      .where(sql<boolean>`id < ${from}::bigint AND state IN ('finished', 'failed', 'dropped', 'cancelled')`)
-      .where(
-        sql<boolean>`(${sql.join(
-          gaps.map(([lo, hi]) => (hi === null ? sql`id >= ${lo}::bigint` : sql`(id >= ${lo}::bigint AND id < ${hi}::bigint)`)),
-          sql` OR `,
-        )})`,
-      )
-      .orderBy('id', 'desc')
-      .limit(SEARCH_BATCH)
-      .execute();
+  // One ordered scan per range, through the partial index of final jobs' ids (job_final_id_idx):
+  // ORed into one condition, the ranges let the planner read every final job by another index.
+  const fromJob = async (from: string) => {
+    const parts = gaps.map(([lo, hi]) => {
+      const q = filtered(db, f)
+        .select('id')
+        .where(sql<boolean>`id < ${from}::bigint AND state IN ('finished', 'failed', 'dropped', 'cancelled') AND id >= ${lo}::bigint`);
+      return (hi === null ? q : q.where(sql<boolean>`id < ${hi}::bigint`)).orderBy('id', 'desc').limit(SEARCH_BATCH);
+    });
+    const { rows } = await sql<{ id: string }>`
+      SELECT id FROM (${sql.join(
+        parts.map((p) => sql`(${p})`),
+        sql` UNION ALL `,
+      )}) x ORDER BY id DESC LIMIT ${SEARCH_BATCH}`.execute(db.kysely);
+    return rows;
+  };
   const found: JobRow[] = [];
   for (let from = floor; found.length < limit;) {
     const [indexed, direct] = await Promise.all([batch(from).execute(db.kysely), gaps.length > 0 ? fromJob(from) : []]);
