@@ -164,8 +164,8 @@ async function older(
       : sql<{ id: string }>`
       SELECT id FROM job_search WHERE ${sql.join(keys, sql` AND `)} AND id < ${from}::bigint
        ORDER BY id DESC LIMIT ${SEARCH_BATCH}`;
-  // The final jobs of the ranges not copied into job_search yet (migration 0030: the newest
-  // partition, and any held back by open jobs) are read on job itself, a batch at a time beside.
+  // The final jobs of the ranges not copied into job_search yet (migration 0030: the newest slice
+  // of ids, and any a backlog holds back) are read on job itself, a batch at a time beside.
   const gaps = uncopied(await jobSearchCopiedRanges(db), stop);
   // One ordered scan per range, through the partial index of final jobs' ids (job_final_id_idx):
   // ORed into one condition, the ranges let the planner read every final job by another index.
@@ -207,9 +207,9 @@ async function older(
 const SEARCH_BATCH = 500;
 
 /**
- * The id ranges not covered by the copied ones, at or above `stop`: [lo, hi), hi null for no end.
- * Ranges are contiguous partitions, so the gaps are few (the newest partition, the ones ahead, any
- * held back by open jobs).
+ * The id ranges not covered by the copied ones (sorted, never overlapping), at or above `stop`:
+ * [lo, hi), hi null for no end. The copied slices are mostly contiguous, so the gaps are few (the
+ * newest slice and above, and any slice a backlog holds back).
  */
 export function uncopied(copied: readonly { lo: string; hi: string }[], stop: string | null): [string, string | null][] {
   const gaps: [string, string | null][] = [];
