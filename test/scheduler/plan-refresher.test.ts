@@ -79,7 +79,7 @@ it('after a warm-up on the empty table and growth, has the protocol connection p
     expect(await jobReport(db, reports, new Date())).toHaveLength(100);
   }
   const lease = [...prepared.entries()].find(([, s]) => s.text.includes('jobclock_fair_lanes'))!;
-  const report = [...prepared.entries()].find(([, s]) => s.text.includes('outcome text'))!;
+  const report = [...prepared.entries()].find(([, s]) => s.text.includes('used_token'))!;
   expect(lease && report).toBeTruthy();
 
   // growth: a history and a queue, never analyzed
@@ -102,7 +102,9 @@ it('after a warm-up on the empty table and growth, has the protocol connection p
             ? c.escapeLiteral(v.toISOString())
             : typeof v === 'number'
               ? String(v)
-              : c.escapeLiteral(typeof v === 'string' ? v : JSON.stringify(v));
+              : Array.isArray(v)
+                ? c.escapeLiteral(`{${v.map((x) => (x === null ? 'NULL' : `"${String(x).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`)
+                : c.escapeLiteral(typeof v === 'string' ? v : JSON.stringify(v));
       const { rows } = await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE "${name}"(${st.values.map(literal).join(', ')})`);
       return rows.map((r) => r['QUERY PLAN']).join('\n');
     } finally {

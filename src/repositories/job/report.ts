@@ -45,7 +45,7 @@ export interface ReportResult {
 }
 
 /**
- * Applies many finished/failed reports in ONE statement (UPDATE ... FROM jsonb_to_recordset), each
+ * Applies many finished/failed reports in ONE statement (UPDATE ... FROM unnest of one array per field), each
  * a compare-and-set on id + lease token + state running, not past deadline + grace:
  * - finished: state finished, result saved;
  * - failed with attempts left and not `final`: queued again at now + retryIn, or now + the backoff
@@ -64,22 +64,35 @@ export async function jobReport(
 ): Promise<ReportResult[]> {
   const withJobs = opts.jobs ?? true;
   if (reports.length === 0) return [];
-  const input: Record<string, unknown>[] = [];
+  // the reports as one array per field (array input is parsed at about half the cost of the same
+  // reports as JSON records)
+  const input = {
+    ord: [] as number[],
+    id: [] as string[],
+    token: [] as string[],
+    outcome: [] as string[],
+    result: [] as (string | null)[],
+    error: [] as (string | null)[],
+    retryIn: [] as (number | null)[],
+    final: [] as boolean[],
+    hasState: [] as boolean[],
+    state: [] as (string | null)[],
+    jitter: [] as number[],
+  };
+  const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
   reports.forEach((r, ord) => {
     if (!isJobId(r.id)) return; // names no job: stays not-found
-    input.push({
-      ord,
-      id: r.id,
-      token: r.leaseToken,
-      outcome: r.outcome,
-      result: r.result ?? null,
-      error: r.error ?? null,
-      retry_in: r.retryInMs ?? null,
-      final: r.final === true,
-      has_state: r.state !== undefined,
-      task_state: r.state ?? null,
-      jitter: r.jitter,
-    });
+    input.ord.push(ord);
+    input.id.push(r.id);
+    input.token.push(r.leaseToken);
+    input.outcome.push(r.outcome);
+    input.result.push(json(r.result));
+    input.error.push(json(r.error));
+    input.retryIn.push(r.retryInMs ?? null);
+    input.final.push(r.final === true);
+    input.hasState.push(r.state !== undefined);
+    input.state.push(json(r.state));
+    input.jitter.push(r.jitter);
   });
   const results: ReportResult[] = reports.map((r) => ({
     id: r.id,
@@ -91,10 +104,10 @@ export async function jobReport(
     taskId: null,
     attempts: null,
   }));
-  if (input.length === 0) return results;
+  if (input.id.length === 0) return results;
 
   type Row = JobRow & { ord: number; verdict: ReportVerdict; cur_state: JobState | null; token_matches: boolean | null };
-  const values = { input: JSON.stringify(input), now };
+  const values = { ...input, now };
   const rows = await compiledOnce(db, withJobs ? 'report+jobs' : 'report', values, (v) => {
     const n = sql`${v.now}::timestamptz`;
     const requeue = sql`(j.state = 'running' AND i.outcome = 'failed' AND j.attempts < j.max_attempts AND NOT i.final)`;
@@ -114,9 +127,10 @@ export async function jobReport(
            OR (i.outcome = 'failed' AND ${sql.ref(`${a}.state`)} IN ('queued', 'failed')))`;
     return sql<Row>`
     WITH input AS MATERIALIZED (
-      SELECT * FROM jsonb_to_recordset(${v.input}::jsonb) AS i(
-        ord int, id bigint, token uuid, outcome text, result jsonb, error jsonb, retry_in bigint, final boolean,
-        has_state boolean, task_state jsonb, jitter float8)
+      SELECT * FROM unnest(${v.ord}::int[], ${v.id}::bigint[], ${v.token}::uuid[], ${v.outcome}::text[], ${v.result}::jsonb[],
+                           ${v.error}::jsonb[], ${v.retryIn}::bigint[], ${v.final}::boolean[], ${v.hasState}::boolean[],
+                           ${v.state}::jsonb[], ${v.jitter}::float8[])
+        AS i(ord, id, token, outcome, result, error, retry_in, final, has_state, task_state, jitter)
     ),
     upd AS (
       UPDATE job j SET
