@@ -22,6 +22,7 @@ export * from './heartbeat.js';
 export * from './insert-many.js';
 export { jobInsert, type JobInsertRow } from './insert.js';
 export * from './lease.js';
+export * from './lease-slim.js';
 export * from './patch.js';
 export * from './reap.js';
 export * from './release-leases.js';

@@ -4,6 +4,7 @@ import { DEFAULT_LEASE_MS } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { defaultGroupBlocked, defaultGroupGrants, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
+import { jobLeaseSlim } from './lease-slim.js';
 import { iso, ms } from './sql.js';
 
 /** One place in a claim: a job for this worker, leased for this long. */
@@ -81,8 +82,34 @@ export const CONTENDED_EMPTY_ROUNDS = 3;
  * A job whose start_by has come (startBy) is dropped instead of leased (reason expired).
  * Without jobs of periodic tasks among the candidates, those parts touch no rows. Dropped jobs are
  * returned apart; the caller claims again for the slots they left empty.
+ *
+ * The common case — no flow control configured, no periodic task's job and no startBy among the
+ * candidates — is served by a slim statement that checks those conditions itself and stands
+ * aside when one fails (lease-slim.ts); then the full statement (jobLeaseFull) runs.
  */
 export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<LeaseResult> {
+  if (p.slots.length === 0) return { leased: [], dropped: [] };
+  if (fullLeasesToGo > 0) fullLeasesToGo--;
+  else {
+    const slim = await jobLeaseSlim(db, p);
+    if (slim !== null) return { leased: slim.leased, dropped: [], refused: 0, more: slim.more, contended: slim.contended };
+    fullLeasesToGo = FULL_LEASES_AFTER_FALLBACK;
+  }
+  return jobLeaseFull(db, p);
+}
+
+/**
+ * After the slim claim stood aside (flow control configured, or a periodic task's job or one with a
+ * startBy among its candidates), the next leases of this process go straight to the full statement:
+ * where that happened once it tends to go on, and each slim attempt that stands aside is a wasted
+ * statement. Then the slim claim is tried again. Either statement answers correctly at any time;
+ * this only decides which is tried first.
+ */
+const FULL_LEASES_AFTER_FALLBACK = 20;
+let fullLeasesToGo = 0;
+
+/** The full lease statement, whatever the candidates (what jobLease does when the slim claim stands aside). */
+export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promise<LeaseResult> {
   if (p.slots.length === 0) return { leased: [], dropped: [] };
   const byType = p.types !== undefined && p.types.length > 0;
   const byGroup = p.groups !== undefined && p.groups.length > 0;

@@ -1,0 +1,153 @@
+import { sql } from 'kysely';
+import type { PreparedExecutor } from '../../db/executor.js';
+import { DEFAULT_LEASE_MS } from '../../domain/job.js';
+import { compiledOnce } from './compile.js';
+import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
+import { ms } from './sql.js';
+
+/** What the slim claim needs of a lease (see LeaseParams in lease.ts). */
+export interface SlimLeaseParams {
+  now: Date;
+  types?: readonly string[] | undefined;
+  groups?: readonly string[] | undefined;
+  slots: readonly { worker: string; leaseMs: number | null }[];
+}
+
+/** A slim claim's outcome: null when it stood aside for the full statement (nothing was changed). */
+export interface SlimLeaseResult {
+  leased: LeasedInSlot[];
+  more: boolean;
+  contended: boolean;
+}
+
+/**
+ * The lease statement for the common case, in one statement that decides for itself whether it
+ * applies: no flow control configured (no paused type or group, no concurrency or rate limit, no
+ * default for undeclared groups, and for a lease naming no types no push type), and no candidate of
+ * a periodic task or with a startBy. Then the full statement's answer is exactly its claim: no
+ * permits to take, no task to lock, nothing to drop, every candidate runs in its slot. It claims
+ * the same candidates in the same order (fairness between groups through jobclock_fair_lanes, the
+ * same share per lane, `more` and `contended` decided the same way), but without the ~30 stages
+ * of the full statement, and takes its slots as two arrays rather than JSON.
+ *
+ * When any of those conditions does not hold — read in the statement's own snapshot, as the full
+ * statement reads them — it leases nothing and answers null: the caller runs the full statement
+ * (the row locks this one took ended with it, or are the caller's own in a transaction).
+ */
+export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Promise<SlimLeaseResult | null> {
+  const byType = p.types !== undefined && p.types.length > 0;
+  const byGroup = p.groups !== undefined && p.groups.length > 0;
+  const values = {
+    now: p.now,
+    limit: p.slots.length,
+    workers: p.slots.map((s) => s.worker),
+    leases: p.slots.map((s) => s.leaseMs),
+    types: byType ? [...new Set(p.types)] : null,
+    groups: byGroup ? [...new Set(p.groups)] : null,
+    want: Math.min(Math.max(p.slots.length, 32), 200),
+  };
+  type Row = JobRow & { slot: number | null; fallback: boolean; more: boolean; contended: boolean };
+  const rows = await compiledOnce(db, `lease-slim${byType ? '+type' : ''}${byGroup ? '+group' : ''}`, values, (v) => {
+    const now = sql`${v.now}::timestamptz`;
+    const columns = sql`j.id, j.type, j.group_, j.priority, j.run_at, j.periodic_task_id, j.start_by`;
+    const laneJobs = byType
+      ? sql`SELECT ${columns} FROM job j
+            WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
+              AND j.run_at < ${now} + interval '1 millisecond'
+            ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
+            LIMIT (SELECT q FROM quota)
+            FOR UPDATE SKIP LOCKED`
+      : sql`SELECT ${columns} FROM job j
+            WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
+              AND j.run_at < ${now} + interval '1 millisecond'
+            ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
+            LIMIT (SELECT q FROM quota)
+            FOR UPDATE SKIP LOCKED`;
+    // an untyped lease takes no job of a push type (those go to the type's endpoint)
+    const pushTypes = byType ? sql`` : sql`OR EXISTS (SELECT 1 FROM push_type)`;
+    const laneTypes = byType ? sql`ARRAY(SELECT DISTINCT t FROM unnest(${v.types}::text[]) AS t)` : sql`NULL::text[]`;
+    const lowerLevel = byType
+      ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${v.types}::text[]) AND j.priority < (SELECT max(priority) FROM lanes)`
+      : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
+    const lease = sql`coalesce(s.lease, (SELECT td.lease FROM job_type_defaults td WHERE td.type = j.type), ${DEFAULT_LEASE_MS}::bigint)`;
+    return sql<Row>`
+    WITH gate AS MATERIALIZED (
+      SELECT EXISTS (SELECT 1 FROM flow_policy p WHERE p.paused OR p.concurrency IS NOT NULL OR p.rate_limit IS NOT NULL)
+          OR EXISTS (SELECT 1 FROM flow_default d WHERE d.kind = 'group' AND (d.concurrency IS NOT NULL OR d.rate_limit IS NOT NULL))
+          ${pushTypes} AS full
+    ),
+    lanes AS MATERIALIZED (
+      SELECT l.*, random() AS r
+      FROM jobclock_fair_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,
+                               (floor(random() * 4294967296) - 2147483648)::int, '{}'::text[]) l
+      WHERE NOT (SELECT g.full FROM gate g)
+    ),
+    top_lanes AS MATERIALIZED (SELECT * FROM lanes WHERE priority = (SELECT max(priority) FROM lanes)),
+    quota AS MATERIALIZED (SELECT ceil(${v.limit}::numeric / greatest(count(*), 1))::int AS q FROM top_lanes),
+    picked AS MATERIALIZED (
+      SELECT c.*, l.type AS lane_type, l.r FROM top_lanes l CROSS JOIN LATERAL (${laneJobs}) c
+    ),
+    candidates AS MATERIALIZED (
+      SELECT p.* FROM (SELECT p.*, row_number() OVER (PARTITION BY p.lane_type, p.group_ ORDER BY p.run_at, p.id) AS turn FROM picked p) p
+      ORDER BY p.turn, p.r LIMIT ${v.limit}
+    ),
+    -- what only the full statement does: flow control, periodic tasks' machinery, startBy
+    special AS MATERIALIZED (
+      SELECT (SELECT g.full FROM gate g)
+          OR EXISTS (SELECT 1 FROM candidates c WHERE c.periodic_task_id IS NOT NULL OR c.start_by IS NOT NULL) AS fallback
+    ),
+    -- slots in the full statement's order: priority desc, run_at, id
+    -- and each slot's worker and lease read from the arrays by position (a join with the arrays
+    -- unnested was planned as a nested loop over them: slots × candidates rows)
+    assigned AS MATERIALIZED (
+      SELECT a.id, a.slot, (${v.workers}::text[])[a.slot] AS worker, (${v.leases}::bigint[])[a.slot] AS lease
+      FROM (SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.run_at, c.id) AS slot FROM candidates c
+            WHERE NOT (SELECT x.fallback FROM special x)) a
+    ),
+    more AS MATERIALIZED (
+      SELECT (SELECT count(*) FROM candidates) < ${v.limit} AND (
+               EXISTS (SELECT 1 FROM picked GROUP BY lane_type, group_ HAVING count(*) >= (SELECT q FROM quota))
+               OR (SELECT count(*) FROM lanes) >= ${v.want}
+               OR EXISTS (${lowerLevel})) AS more,
+             (SELECT count(*) FROM candidates) < ${v.limit}
+               AND (SELECT count(*) FROM (SELECT DISTINCT p.lane_type, p.group_ FROM picked p) x) < (SELECT count(*) FROM top_lanes) AS contended
+    ),
+    leased AS (
+      UPDATE job j SET
+        state = 'running',
+        worker = s.worker,
+        attempts = j.attempts + 1,
+        lease_token = gen_random_uuid(),
+        lease_expires_at = ${now} + ${ms(lease)},
+        lease_duration = ${lease},
+        started_at = ${now},
+        deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE ${now} + ${ms(sql`j.timebox`)} END,
+        finished_at = NULL,
+        progress = NULL,
+        holds_slot = false,
+        debounce_until = NULL,
+        updated_at = ${now}
+      FROM assigned s
+      WHERE j.id = s.id
+      RETURNING ${jobCols('j')}, s.slot
+    )
+    SELECT ${jobCols('l')}, l.slot, false AS fallback, false AS more, false AS contended FROM leased l
+    UNION ALL
+    SELECT ${sql.join(JOB_COLUMNS.map(() => sql`NULL`))}, NULL, x.fallback, m.more, m.contended
+    FROM special x, more m
+    WHERE x.fallback OR m.more OR m.contended`;
+  });
+  const leased: LeasedInSlot[] = [];
+  let more = false;
+  let contended = false;
+  for (const r of rows) {
+    if (r.id !== null) leased.push(leasedFromRow(r, null, Number(r.slot) - 1));
+    else if (r.fallback) return null;
+    else {
+      more = r.more;
+      contended = r.contended;
+    }
+  }
+  leased.sort((a, b) => a.slot - b.slot);
+  return { leased, more, contended };
+}
