@@ -17,7 +17,7 @@ export interface PlanRefresherOptions {
  *
  * The worker protocol's connections keep one generic plan per statement (plan_cache_mode =
  * force_generic_plan, see Db.protocol), and PL/pgSQL keeps one for each statement of
- * jobclock_fair_lanes and of the triggers: a plan is made once and kept until the table's
+ * jobclock_lanes and of the triggers: a plan is made once and kept until the table's
  * statistics change (an ANALYZE or a VACUUM). A plan made while the table was nearly empty is
  * costed for the 10 pages PostgreSQL assumes of a table never analyzed: the report's UPDATE scanned
  * the whole table (Seq Scan on job and a merge join), the lease and the lane walk sorted the whole

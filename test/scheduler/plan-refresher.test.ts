@@ -78,7 +78,7 @@ it('after a warm-up on the empty table and growth, has the protocol connection p
     const reports = r.leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' as const, jitter: 1 }));
     expect(await jobReport(db, reports, new Date())).toHaveLength(100);
   }
-  const lease = [...prepared.entries()].find(([, s]) => s.text.includes('jobclock_fair_lanes'))!;
+  const lease = [...prepared.entries()].find(([, s]) => s.text.includes('jobclock_lanes'))!;
   const report = [...prepared.entries()].find(([, s]) => s.text.includes('used_token'))!;
   expect(lease && report).toBeTruthy();
 

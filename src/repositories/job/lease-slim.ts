@@ -26,7 +26,7 @@ export interface SlimLeaseResult {
  * default for undeclared groups, and for a lease naming no types no push type), and no candidate of
  * a periodic task or with a startBy. Then the full statement's answer is exactly its claim: no
  * permits to take, no task to lock, nothing to drop, every candidate runs in its slot. It claims
- * the same candidates in the same order (fairness between groups through jobclock_fair_lanes, the
+ * the same candidates in the same order (fairness between groups through jobclock_lanes, the
  * same share per lane, `more` and `contended` decided the same way), but without the ~30 stages
  * of the full statement, and takes its slots as two arrays rather than JSON.
  *
@@ -53,13 +53,13 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
     const laneJobs = byType
       ? sql`SELECT ${columns} FROM job j
             WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond'
+              AND j.run_at < ${now} + interval '1 millisecond' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)
             ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`
       : sql`SELECT ${columns} FROM job j
             WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond'
+              AND j.run_at < ${now} + interval '1 millisecond' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)
             ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`;
@@ -78,7 +78,7 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
     ),
     lanes AS MATERIALIZED (
       SELECT l.*, random() AS r
-      FROM jobclock_fair_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,
+      FROM jobclock_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,
                                (floor(random() * 4294967296) - 2147483648)::int, '{}'::text[]) l
       WHERE NOT (SELECT g.full FROM gate g)
     ),

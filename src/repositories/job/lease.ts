@@ -149,13 +149,13 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     const laneJobs = byType
       ? sql`SELECT ${columns} FROM job j
             WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond'
+              AND j.run_at < ${now} + interval '1 millisecond' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)
             ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`
       : sql`SELECT ${columns} FROM job j
             WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond' AND NOT j.type = ANY((SELECT b.types FROM blocked_keys b)::text[])
+              AND j.run_at < ${now} + interval '1 millisecond' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id) AND NOT j.type = ANY((SELECT b.types FROM blocked_keys b)::text[])
             ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`;
@@ -192,7 +192,7 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     ${defaultGroupBlocked(now)},
     lanes AS MATERIALIZED (
       SELECT l.*, random() AS r
-      FROM jobclock_fair_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,
+      FROM jobclock_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,
                                (floor(random() * 4294967296) - 2147483648)::int,
                                (SELECT b.groups FROM blocked_keys b) || (SELECT f.groups FROM default_full f)) l
     ),
