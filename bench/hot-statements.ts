@@ -1,0 +1,272 @@
+/**
+ * `node dist/bench/hot-statements.js`: what PostgreSQL spends on each statement of the README loop,
+ * apart — the lease of 100 (typed) and the batched report of 100 — against pg-boss 12's fetch 100 and
+ * complete over a copy of the same queue, on one connection each. CPU is the backend's
+ * (/proc/<pid>/schedstat read around every call), WAL and buffer hits come from pg_stat_statements.
+ * Lease variants (HOT_VARIANTS, comma-separated, default all of LEASES) and pg-boss 12 run in
+ * lockstep, one cycle each in turn, in each of HOT_ROUNDS (default 6) rounds, each on a fresh copy of
+ * one template of HOT_JOBS (default 20,000) queued no-op jobs (the bench's (c) rows' queue): what
+ * else the machine does weighs on all alike. Prints medians per statement and the ratios to pg-boss
+ * 12 within rounds.
+ */
+import { readFileSync } from 'node:fs';
+import { PgBoss as PgBoss12 } from 'pg-boss-12';
+import { createDb, type Db } from '../src/db/database.js';
+import { jobLease, jobLeaseFull, jobLeaseSlim, jobReport, type LeaseResult } from '../src/repositories/jobs.js';
+import { BenchServer } from './lib/postgres.js';
+import { PGBOSS_QUEUE, pgBoss12Options, Templates } from './lib/templates.js';
+
+const JOBS = Number(process.env.HOT_JOBS ?? 20_000);
+const ROUNDS = Number(process.env.HOT_ROUNDS ?? 6);
+const log = (m: string) => process.stderr.write(`${m}\n`);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const range = (xs: number[]) => `[${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}]`;
+const cpuNs = (pid: number) => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ', 1)[0]);
+
+type LeaseFn = (db: Db, slots: { worker: string; leaseMs: number }[]) => Promise<LeaseResult>;
+/** A lease statement, and settings of the database it runs in (ALTER DATABASE … SET), if any. */
+type Lease = LeaseFn | { lease: LeaseFn; settings: Record<string, string> };
+
+/**
+ * `db` with the text of its prepared statements rewritten (and renamed): a variant of a statement
+ * measured without a second copy of its builder.
+ */
+function rewritten(db: Db, rewrite: (text: string) => string): Db {
+  return {
+    ...db,
+    prepared: <R>(st: { name: string; text: string; values: readonly unknown[] }) =>
+      db.prepared<R>({ ...st, name: `${st.name}_rw`, text: rewrite(st.text) }),
+  };
+}
+
+/** The lease statements compared; each gets the same queue and the same report. */
+const LEASES: Record<string, Lease> = {
+  // jobLease: the slim claim while it applies
+  current: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+  // the full statement, whatever the candidates
+  full: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
+  // the slim claim with migration 0008's lanes (no first job per lane: the claim walks each lane's head)
+  'slim-0008-lanes': (db, slots) =>
+    jobLeaseSlim(
+      rewritten(db, (t) => t.replaceAll(' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)', '').replace('jobclock_lanes(', 'jobclock_fair_lanes(')),
+      { now: new Date(), types: ['noop'], slots },
+    ).then((r) => ({ leased: r!.leased, dropped: [] })),
+  // what the triggers on job cost (session_replication_role = replica fires no ordinary trigger)
+  'no-triggers': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    settings: { session_replication_role: 'replica' },
+  },
+};
+
+interface Sample {
+  /** µs of backend CPU per job. */
+  lease: number;
+  report: number;
+  /** WAL bytes per job. */
+  leaseWal: number;
+  reportWal: number;
+  leaseHits: number;
+  reportHits: number;
+}
+
+interface StatementStats {
+  wal: number;
+  hits: number;
+}
+
+/** WAL bytes and buffer hits of the statements run in `db` whose text matches `like`, in all. */
+async function statementStats(server: BenchServer, db: string, like: string): Promise<StatementStats> {
+  return server.admin(async (c) => {
+    const { rows } = await c.query<{ wal: string; hits: string }>(
+      `SELECT coalesce(sum(wal_bytes), 0)::text AS wal, coalesce(sum(shared_blks_hit), 0)::text AS hits FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) AND query ILIKE $2`,
+      [db, like],
+    );
+    return { wal: Number(rows[0]!.wal), hits: Number(rows[0]!.hits) };
+  });
+}
+
+async function backends(db: Db): Promise<number[]> {
+  const { rows } = await db.pool.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+  );
+  return rows.map((r) => r.pid);
+}
+
+function cpuOf(pids: number[]): () => number {
+  return () => pids.reduce((a, p) => a + cpuNs(p), 0);
+}
+
+/** One side of the comparison on its own fresh database: a cycle is one lease (fetch) of 100 and its report (complete). */
+interface Contender {
+  /** Runs one cycle; the backend CPU of its two statements, and the jobs it took (0: the queue is empty). */
+  cycle(): Promise<{ leaseNs: number; reportNs: number; n: number }>;
+  /** WAL bytes and buffer hits of the lease (fetch) and report (complete) statements so far. */
+  stats(): Promise<{ lease: StatementStats; report: StatementStats }>;
+  close(): Promise<void>;
+}
+
+async function jobclockContender(server: BenchServer, template: string, how: Lease): Promise<Contender> {
+  const fresh = await server.createDatabase(template);
+  const lease = typeof how === 'function' ? how : how.lease;
+  if (typeof how !== 'function')
+    for (const [k, v] of Object.entries(how.settings))
+      await server.admin((c) => c.query(`ALTER DATABASE ${fresh.name} SET ${k} = '${v}'`));
+  const db = createDb({ url: fresh.url, poolSize: 2 });
+  const slots = Array.from({ length: 100 }, () => ({ worker: 'w', leaseMs: 60_000 }));
+  let cpu = () => 0;
+  const contender: Contender = {
+    async cycle() {
+      const c0 = cpu();
+      const { leased } = await lease(db, slots);
+      const c1 = cpu();
+      if (leased.length > 0)
+        await jobReport(
+          db,
+          leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' as const, jitter: 1 })),
+          new Date(),
+          { jobs: false },
+        );
+      return { leaseNs: c1 - c0, reportNs: cpu() - c1, n: leased.length };
+    },
+    async stats() {
+      // the lease statements name the lanes function (either version); the report names used_token
+      return {
+        lease: await statementStats(server, fresh.name, '%_lanes(%'),
+        report: await statementStats(server, fresh.name, '%used_token%'),
+      };
+    },
+    async close() {
+      await db.destroy();
+      await fresh.retire();
+    },
+  };
+  for (let i = 0; i < 5; i++) await contender.cycle(); // plans and caches
+  cpu = cpuOf(await backends(db));
+  return contender;
+}
+
+async function pgBossContender(server: BenchServer, template: string): Promise<Contender> {
+  const fresh = await server.createDatabase(template);
+  const boss = new PgBoss12({ ...pgBoss12Options(fresh.url), max: 1, supervise: false, schedule: false });
+  boss.on('error', (err) => log(`pg-boss 12 error: ${err.message}`));
+  const probe = createDb({ url: fresh.url, poolSize: 1 });
+  await boss.start();
+  let cpu = () => 0;
+  const contender: Contender = {
+    async cycle() {
+      const c0 = cpu();
+      const jobs = await boss.fetch(PGBOSS_QUEUE, { batchSize: 100 });
+      const c1 = cpu();
+      if (jobs.length > 0)
+        await boss.complete(
+          PGBOSS_QUEUE,
+          jobs.map((j) => j.id),
+        );
+      return { leaseNs: c1 - c0, reportNs: cpu() - c1, n: jobs.length };
+    },
+    async stats() {
+      return {
+        lease: await statementStats(server, fresh.name, '%SKIP LOCKED%'),
+        report: await statementStats(server, fresh.name, '%completed%'),
+      };
+    },
+    async close() {
+      await boss.stop({ graceful: false });
+      await probe.destroy();
+      await fresh.retire();
+    },
+  };
+  for (let i = 0; i < 5; i++) await contender.cycle();
+  cpu = cpuOf(await backends(probe));
+  return contender;
+}
+
+/**
+ * One round: every contender on a fresh copy of its queue, run in lockstep — one cycle each in
+ * turn (the order rotating), until every queue is empty — so that whatever else the machine does
+ * weighs on all of them alike.
+ */
+async function round(server: BenchServer, names: string[], templates: { jobclock: string; boss: string }): Promise<Map<string, Sample>> {
+  const contenders = new Map<string, Contender>();
+  try {
+    for (const n of names)
+      contenders.set(n, n === BOSS ? await pgBossContender(server, templates.boss) : await jobclockContender(server, templates.jobclock, LEASES[n]!));
+    await server.admin((c) => c.query('CHECKPOINT'));
+    await server.admin((c) => c.query('SELECT pg_stat_statements_reset()'));
+    const sums = new Map(names.map((n) => [n, { leaseNs: 0, reportNs: 0, n: 0, done: false }]));
+    for (let step = 0; [...sums.values()].some((x) => !x.done); step++) {
+      for (let k = 0; k < names.length; k++) {
+        const n = names[(step + k) % names.length]!;
+        const sum = sums.get(n)!;
+        if (sum.done) continue;
+        const c = await contenders.get(n)!.cycle();
+        sum.leaseNs += c.leaseNs;
+        if (c.n === 0) sum.done = true;
+        else {
+          sum.reportNs += c.reportNs;
+          sum.n += c.n;
+        }
+      }
+    }
+    const out = new Map<string, Sample>();
+    for (const n of names) {
+      const sum = sums.get(n)!;
+      const st = await contenders.get(n)!.stats();
+      out.set(n, {
+        lease: sum.leaseNs / 1000 / sum.n,
+        report: sum.reportNs / 1000 / sum.n,
+        leaseWal: st.lease.wal / sum.n,
+        reportWal: st.report.wal / sum.n,
+        leaseHits: st.lease.hits / sum.n,
+        reportHits: st.report.hits / sum.n,
+      });
+    }
+    return out;
+  } finally {
+    for (const c of contenders.values()) await c.close();
+  }
+}
+
+const BOSS = 'pg-boss 12';
+
+const server = await BenchServer.start();
+try {
+  if (server.statementSource !== 'pg_stat_statements') throw new Error('pg_stat_statements is not loaded');
+  const templates = new Templates(server, JOBS, 1, log);
+  const jobclockTpl = await templates.jobclockJobs();
+  const bossTpl = await templates.pgboss12Jobs();
+  const names = (process.env.HOT_VARIANTS ?? Object.keys(LEASES).join(',')).split(',');
+  for (const n of names) if (!LEASES[n]) throw new Error(`no lease variant "${n}" (have ${Object.keys(LEASES).join(', ')})`);
+  // HOT_NO_BOSS=1: jobclock's statements only (to profile them)
+  const all = [...(process.env.HOT_NO_BOSS ? [] : [BOSS]), ...names];
+  const samples = new Map<string, Sample[]>(all.map((n) => [n, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    const got = await round(server, all, { jobclock: jobclockTpl, boss: bossTpl });
+    for (const [n, s] of got) {
+      samples.get(n)!.push(s);
+      log(
+        `round ${r + 1} ${n.padEnd(16)}: lease ${s.lease.toFixed(1)} µs ${Math.round(s.leaseWal)} B ${s.leaseHits.toFixed(1)} hits; ` +
+          `report ${s.report.toFixed(1)} µs ${Math.round(s.reportWal)} B ${s.reportHits.toFixed(1)} hits a job`,
+      );
+    }
+  }
+  const boss = samples.get(BOSS) ?? [];
+  for (const [n, xs] of samples) {
+    if (xs.length === 0) continue;
+    const m = (f: (s: Sample) => number) => median(xs.map(f));
+    let line =
+      `${n.padEnd(16)}: lease ${m((s) => s.lease).toFixed(1)} µs ${Math.round(m((s) => s.leaseWal))} B ${m((s) => s.leaseHits).toFixed(1)} hits, ` +
+      `report ${m((s) => s.report).toFixed(1)} µs ${Math.round(m((s) => s.reportWal))} B ${m((s) => s.reportHits).toFixed(1)} hits, ` +
+      `both ${m((s) => s.lease + s.report).toFixed(1)} µs a job`;
+    if (n !== BOSS && boss.length > 0) {
+      const both = xs.map((s, i) => (s.lease + s.report) / (boss[i]!.lease + boss[i]!.report));
+      const lease = xs.map((s, i) => s.lease / boss[i]!.lease);
+      const report = xs.map((s, i) => s.report / boss[i]!.report);
+      line += `; ÷ pg-boss 12: lease ${median(lease).toFixed(2)} ${range(lease)}, report ${median(report).toFixed(2)} ${range(report)}, both ${median(both).toFixed(2)} ${range(both)}`;
+    }
+    console.log(line);
+  }
+} finally {
+  await server.stop();
+}
