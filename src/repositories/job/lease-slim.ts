@@ -53,13 +53,15 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
     const laneJobs = byType
       ? sql`SELECT ${columns} FROM job j
             WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)
+              AND j.run_at < ${now} + interval '1 millisecond'
+              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)
             ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`
       : sql`SELECT ${columns} FROM job j
             WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)
+              AND j.run_at < ${now} + interval '1 millisecond'
+              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)
             ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`;

@@ -149,13 +149,16 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     const laneJobs = byType
       ? sql`SELECT ${columns} FROM job j
             WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)
+              AND j.run_at < ${now} + interval '1 millisecond'
+              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)
             ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`
       : sql`SELECT ${columns} FROM job j
             WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id) AND NOT j.type = ANY((SELECT b.types FROM blocked_keys b)::text[])
+              AND j.run_at < ${now} + interval '1 millisecond'
+              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)
+              AND NOT j.type = ANY((SELECT b.types FROM blocked_keys b)::text[])
             ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
             LIMIT (SELECT q FROM quota)
             FOR UPDATE SKIP LOCKED`;
