@@ -24,8 +24,11 @@ const range = (xs: number[]) => `[${Math.min(...xs).toFixed(2)}–${Math.max(...
 const cpuNs = (pid: number) => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ', 1)[0]);
 
 type LeaseFn = (db: Db, slots: { worker: string; leaseMs: number }[]) => Promise<LeaseResult>;
-/** A lease statement, and settings of the database it runs in (ALTER DATABASE … SET), if any. */
-type Lease = LeaseFn | { lease: LeaseFn; settings: Record<string, string> };
+/**
+ * A lease statement, and settings of the database it runs in (ALTER DATABASE … SET) or statements
+ * run in it first (`setup`), if any.
+ */
+type Lease = LeaseFn | { lease: LeaseFn; settings?: Record<string, string>; setup?: string[] };
 
 /**
  * `db` with the text of its prepared statements rewritten (and renamed): a variant of a statement
@@ -51,6 +54,19 @@ const LEASES: Record<string, Lease> = {
       rewritten(db, (t) => t.replaceAll(' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)', '').replace('jobclock_lanes(', 'jobclock_fair_lanes(')),
       { now: new Date(), types: ['noop'], slots },
     ).then((r) => ({ leased: r!.leased, dropped: [] })),
+  // what single triggers cost
+  'no-search-trigger': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: ['DROP TRIGGER job_search_on_update ON job'],
+  },
+  'no-webhook-trigger': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: ['DROP TRIGGER job_webhook_events ON job'],
+  },
+  'no-transition-triggers': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: ['DROP TRIGGER job_webhook_events ON job', 'DROP TRIGGER job_search_on_update ON job'],
+  },
   // what the triggers on job cost (session_replication_role = replica fires no ordinary trigger)
   'no-triggers': {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
@@ -110,9 +126,10 @@ async function jobclockContender(server: BenchServer, template: string, how: Lea
   const fresh = await server.createDatabase(template);
   const lease = typeof how === 'function' ? how : how.lease;
   if (typeof how !== 'function')
-    for (const [k, v] of Object.entries(how.settings))
+    for (const [k, v] of Object.entries(how.settings ?? {}))
       await server.admin((c) => c.query(`ALTER DATABASE ${fresh.name} SET ${k} = '${v}'`));
   const db = createDb({ url: fresh.url, poolSize: 2 });
+  if (typeof how !== 'function') for (const q of how.setup ?? []) await db.pool.query(q);
   const slots = Array.from({ length: 100 }, () => ({ worker: 'w', leaseMs: 60_000 }));
   let cpu = () => 0;
   const contender: Contender = {
