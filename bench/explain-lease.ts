@@ -27,7 +27,11 @@ try {
   // EXPLAIN_WARM=n: n leases and reports of 100 first, as a worker loop leaves the table (dead
   // index entries of the jobs that left the queue, not yet vacuumed)
   for (let i = 0; i < Number(process.env.EXPLAIN_WARM ?? 0); i++) {
-    const { leased } = await jobLease(db, { now: new Date(), types: ['noop'], slots: [...Array(100)].map(() => ({ worker: 'warm', leaseMs: 30_000 })) });
+    const { leased } = await jobLease(db, {
+      now: new Date(),
+      types: ['noop'],
+      slots: [...Array(100)].map(() => ({ worker: 'warm', leaseMs: 30_000 })),
+    });
     const reports = leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' as const, jitter: 1 }));
     await jobReport(db, reports, new Date(), { jobs: false });
   }

@@ -51,7 +51,9 @@ const LEASES: Record<string, Lease> = {
   // the slim claim with migration 0008's lanes (no first job per lane: the claim walks each lane's head)
   'slim-0008-lanes': (db, slots) =>
     jobLeaseSlim(
-      rewritten(db, (t) => t.replaceAll(' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)', '').replace('jobclock_lanes(', 'jobclock_fair_lanes(')),
+      rewritten(db, (t) =>
+        t.replaceAll(' AND (j.run_at, j.id) >= (l.first_run_at, l.first_id)', '').replace('jobclock_lanes(', 'jobclock_fair_lanes('),
+      ),
       { now: new Date(), types: ['noop'], slots },
     ).then((r) => ({ leased: r!.leased, dropped: [] })),
   // what single triggers cost
@@ -208,7 +210,10 @@ async function round(server: BenchServer, names: string[], templates: { jobclock
   const contenders = new Map<string, Contender>();
   try {
     for (const n of names)
-      contenders.set(n, n === BOSS ? await pgBossContender(server, templates.boss) : await jobclockContender(server, templates.jobclock, LEASES[n]!));
+      contenders.set(
+        n,
+        n === BOSS ? await pgBossContender(server, templates.boss) : await jobclockContender(server, templates.jobclock, LEASES[n]!),
+      );
     await server.admin((c) => c.query('CHECKPOINT'));
     await server.admin((c) => c.query('SELECT pg_stat_statements_reset()'));
     const sums = new Map(names.map((n) => [n, { leaseNs: 0, reportNs: 0, n: 0, done: false }]));

@@ -42,46 +42,6 @@ export const SLIM_LEASE = `
     AND j.id = ANY (ARRAY(SELECT id FROM assigned))
   RETURNING j.*, NULL::jsonb AS task_state, d.slot, false AS dropped`;
 
-/**
- * The first of the two statements proposed for `jobLease` (bench/README.md, "What the lease
- * statement costs PostgreSQL"): claims in claim order, leases the candidates without a periodic
- * task, and returns the ids of those with one unleased (`deferred`), for today's statement to claim
- * in a second statement only when there are any. $1 slots, $2 now, $3 limit. Explained by
- * explain-lease.ts; not used by a measurement (a.slim100 measures its claim part).
- */
-export const PROPOSED_FIRST_STEP = `
-  WITH slots AS MATERIALIZED (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS s(n int, worker text, lease bigint)
-  ),
-  candidates AS MATERIALIZED (
-    SELECT id, periodic_task_id, priority, run_at FROM job
-     WHERE state = 'queued' AND run_at < $2::timestamptz + interval '1 millisecond'
-     ORDER BY priority DESC, run_at, id
-     LIMIT $3
-     FOR UPDATE SKIP LOCKED
-  ),
-  assigned AS MATERIALIZED (
-    SELECT c.id, s.n AS slot, s.worker, s.lease
-      FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, run_at, id) AS n
-              FROM candidates WHERE periodic_task_id IS NULL) c
-      JOIN slots s ON s.n = c.n
-  ),
-  leased AS (
-    UPDATE job j SET
-      state = 'running', worker = d.worker, attempts = j.attempts + 1, lease_token = gen_random_uuid(),
-      lease_expires_at = $2::timestamptz + d.lease * interval '1 millisecond', lease_duration = d.lease,
-      started_at = $2::timestamptz,
-      deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE $2::timestamptz + j.timebox * interval '1 millisecond' END,
-      finished_at = NULL, progress = NULL, updated_at = $2::timestamptz
-    FROM assigned d
-    WHERE j.id = d.id AND j.id = ANY (ARRAY(SELECT id FROM assigned))
-    RETURNING j.*, d.slot
-  )
-  SELECT l.*, false AS deferred FROM leased l
-  UNION ALL
-  SELECT j.*, NULL::bigint, true FROM job j
-   WHERE j.id = ANY (ARRAY(SELECT id FROM candidates WHERE periodic_task_id IS NOT NULL))`;
-
 const CONNECTIONS = 4;
 const PER_STATEMENT = 100;
 const warmupJobs = (ctx: BenchContext) => Math.round(processingJobs(ctx) / 10);

@@ -21,7 +21,9 @@ afterAll(async () => {
   await tdb?.destroy();
 });
 beforeEach(async () => {
-  await tdb.db.pool.query('DELETE FROM job; DELETE FROM flow_policy; DELETE FROM flow_default; DELETE FROM push_type; DELETE FROM periodic_task');
+  await tdb.db.pool.query(
+    'DELETE FROM job; DELETE FROM flow_policy; DELETE FROM flow_default; DELETE FROM push_type; DELETE FROM periodic_task',
+  );
 });
 
 const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => ({
@@ -92,8 +94,17 @@ const params = (over: Partial<LeaseParams> = {}): LeaseParams => ({
   ...over,
 });
 
-const shape = (jobs: { id: string; slot: number; worker: string | null; leaseExpiresAt: Date | null; deadline: Date | null; state: string }[]) =>
-  jobs.map((j) => ({ id: j.id, slot: j.slot, worker: j.worker, expires: j.leaseExpiresAt?.toISOString(), deadline: j.deadline?.toISOString(), state: j.state }));
+const shape = (
+  jobs: { id: string; slot: number; worker: string | null; leaseExpiresAt: Date | null; deadline: Date | null; state: string }[],
+) =>
+  jobs.map((j) => ({
+    id: j.id,
+    slot: j.slot,
+    worker: j.worker,
+    expires: j.leaseExpiresAt?.toISOString(),
+    deadline: j.deadline?.toISOString(),
+    state: j.state,
+  }));
 
 describe('the slim claim', () => {
   for (const [label, over] of [
@@ -124,12 +135,19 @@ describe('the slim claim', () => {
 
   it('stands aside, changing nothing, for each thing only the full statement does', async () => {
     const cases: [string, () => Promise<unknown>, Partial<LeaseParams>?][] = [
-      ['a paused type', () => tdb.db.pool.query(`INSERT INTO flow_policy (kind, name, paused, updated_at) VALUES ('type', 'x', true, now())`)],
+      [
+        'a paused type',
+        () => tdb.db.pool.query(`INSERT INTO flow_policy (kind, name, paused, updated_at) VALUES ('type', 'x', true, now())`),
+      ],
       [
         'a concurrency limit',
-        () => tdb.db.pool.query(`INSERT INTO flow_policy (kind, name, paused, concurrency, updated_at) VALUES ('group', 'g', false, 2, now())`),
+        () =>
+          tdb.db.pool.query(`INSERT INTO flow_policy (kind, name, paused, concurrency, updated_at) VALUES ('group', 'g', false, 2, now())`),
       ],
-      ['a default for undeclared groups', () => tdb.db.pool.query(`INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())`)],
+      [
+        'a default for undeclared groups',
+        () => tdb.db.pool.query(`INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())`),
+      ],
       [
         'a push type, for a lease naming no types',
         () =>
@@ -137,7 +155,10 @@ describe('the slim claim', () => {
             `INSERT INTO push_type (type, url, secret, timeout_ms, created_at, updated_at) VALUES ('pushed', 'http://127.0.0.1:9/x', 's', 1000, now(), now())`,
           ),
       ],
-      ['a job with a startBy', () => jobInsertMany(tdb.db, [row({ startBy: new Date(NOW.getTime() + 60_000), runAt: new Date(NOW.getTime() - 5) })], NOW)],
+      [
+        'a job with a startBy',
+        () => jobInsertMany(tdb.db, [row({ startBy: new Date(NOW.getTime() + 60_000), runAt: new Date(NOW.getTime() - 5) })], NOW),
+      ],
       [
         "a periodic task's job",
         async () => {
@@ -147,7 +168,9 @@ describe('the slim claim', () => {
       ],
     ];
     for (const [label, make] of cases) {
-      await tdb.db.pool.query('DELETE FROM job; DELETE FROM flow_policy; DELETE FROM flow_default; DELETE FROM push_type; DELETE FROM periodic_task');
+      await tdb.db.pool.query(
+        'DELETE FROM job; DELETE FROM flow_policy; DELETE FROM flow_default; DELETE FROM push_type; DELETE FROM periodic_task',
+      );
       await jobInsertMany(tdb.db, [row(), row(), row()], NOW);
       await make();
       const before = await queued();
@@ -165,7 +188,9 @@ describe('the slim claim', () => {
   });
 
   it('leases a push type by name and ignores one it is not asked for', async () => {
-    await tdb.db.pool.query(`INSERT INTO push_type (type, url, secret, timeout_ms, created_at, updated_at) VALUES ('pushed', 'http://127.0.0.1:9/x', 's', 1000, now(), now())`);
+    await tdb.db.pool.query(
+      `INSERT INTO push_type (type, url, secret, timeout_ms, created_at, updated_at) VALUES ('pushed', 'http://127.0.0.1:9/x', 's', 1000, now(), now())`,
+    );
     await jobInsertMany(tdb.db, [row({ type: 'pushed' }), row()], NOW);
     const slim = await jobLeaseSlim(tdb.db, params({ types: ['pushed'] }));
     expect(slim?.leased.map((j) => j.type)).toEqual(['pushed']);
