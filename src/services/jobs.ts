@@ -3,6 +3,7 @@
  * list, patch, cancel, retry, bulk actions, history, explain). The worker protocol is
  * worker-protocol.ts; concurrent creations meet in the instance's JobPipelines (job-pipelines.ts).
  */
+import { retryOnDeadlock } from '../db/database.js';
 import { type Executor, withTransaction } from '../db/executor.js';
 import { resolveGraph, startStates } from '../domain/dependencies.js';
 import { ConflictError, DomainError, InvalidInputError, NotFoundError } from '../domain/errors.js';
@@ -195,28 +196,33 @@ export class JobService {
       inputs.map((j) => j.type),
     );
     const rows = inputs.map((j) => this.insertRow(j, now, defaults.get(j.type)));
-    const jobs = await withTransaction(this.db, async (tx) => {
-      const states = await jobMarkDependedOn(tx, graph.existingIds);
-      const unknown = inputs.flatMap((_, i) =>
-        graph.existing[i]!.filter((id) => !states.has(id)).map((id) => ({ path: `${path(i)}/after`, message: `there is no job ${id}` })),
-      );
-      if (unknown.length > 0) throw new InvalidInputError('A job runs after a job that does not exist.', unknown);
-      const ids = await jobDrawIds(tx, inputs.length);
-      const starts = startStates(graph, inputs, states, (i) => ids[i]!);
-      const dependedOn = new Set(graph.inBatch.flat());
-      return jobInsertGraph(
-        tx,
-        rows.map((row, i) => ({
-          row,
-          id: ids[i]!,
-          after: graph.named[i]!.map((d) => (typeof d === 'number' ? ids[d]! : d)),
-          runs: inputs[i]!.onDependencyFailure === 'run',
-          ...starts[i]!,
-          dependedOn: dependedOn.has(i),
-        })),
-        now,
-      );
-    });
+    // The dependencies are locked in id order; a report ending some of them locks its jobs in the
+    // order of its plan (a bitmap scan: their order on disk), so the two may deadlock. PostgreSQL
+    // then rolls one back whole: a report is made again (writeReports), and so is this.
+    const jobs = await retryOnDeadlock(() =>
+      withTransaction(this.db, async (tx) => {
+        const states = await jobMarkDependedOn(tx, graph.existingIds);
+        const unknown = inputs.flatMap((_, i) =>
+          graph.existing[i]!.filter((id) => !states.has(id)).map((id) => ({ path: `${path(i)}/after`, message: `there is no job ${id}` })),
+        );
+        if (unknown.length > 0) throw new InvalidInputError('A job runs after a job that does not exist.', unknown);
+        const ids = await jobDrawIds(tx, inputs.length);
+        const starts = startStates(graph, inputs, states, (i) => ids[i]!);
+        const dependedOn = new Set(graph.inBatch.flat());
+        return jobInsertGraph(
+          tx,
+          rows.map((row, i) => ({
+            row,
+            id: ids[i]!,
+            after: graph.named[i]!.map((d) => (typeof d === 'number' ? ids[d]! : d)),
+            runs: inputs[i]!.onDependencyFailure === 'run',
+            ...starts[i]!,
+            dependedOn: dependedOn.has(i),
+          })),
+          now,
+        );
+      }),
+    );
     const waiting = jobs.filter((j) => j.state === 'waiting').length;
     this.ctx.logger.debug(
       { jobs: jobs.length, waiting, jobIds: jobs.length <= 10 ? jobs.map((j) => j.id) : undefined },
