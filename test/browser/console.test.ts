@@ -184,7 +184,8 @@ describe.skipIf(CHROMIUM_TOOL.skip)('the console', () => {
     const jobs = await call('GET', '/jobs?periodicTaskId=nightly-report');
     expect(jobs.items.length).toBeGreaterThanOrEqual(1);
     await open(page, base, '#/jobs?periodicTaskId=nightly-report');
-    expect(await page.locator('#jobs tbody tr').count()).toBe(jobs.items.length);
+    // what the page shows when the rows differ (once seen with none, not reproduced since)
+    expect(await page.locator('#jobs tbody tr').count(), await page.locator('main').innerText()).toBe(jobs.items.length);
     void tdb;
   });
 
