@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
-import { DEFAULT_LEASE_MS } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
+import { laneCtes, laneWant, leaseLengthMs, moreCte } from './lease-lanes.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { ms } from './sql.js';
 
@@ -44,51 +44,28 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
     leases: p.slots.map((s) => s.leaseMs),
     types: byType ? [...new Set(p.types)] : null,
     groups: byGroup ? [...new Set(p.groups)] : null,
-    want: Math.min(Math.max(p.slots.length, 32), 200),
+    want: laneWant(p.slots.length),
   };
   type Row = JobRow & { slot: number | null; fallback: boolean; more: boolean; contended: boolean };
   const rows = await compiledOnce(db, `lease-slim${byType ? '+type' : ''}${byGroup ? '+group' : ''}`, values, (v) => {
     const now = sql`${v.now}::timestamptz`;
-    const columns = sql`j.id, j.type, j.group_, j.priority, j.run_at, j.periodic_task_id, j.start_by`;
-    const laneJobs = byType
-      ? sql`SELECT ${columns} FROM job j
-            WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond'
-              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)
-            ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
-            LIMIT (SELECT q FROM quota)
-            FOR UPDATE SKIP LOCKED`
-      : sql`SELECT ${columns} FROM job j
-            WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond'
-              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)
-            ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
-            LIMIT (SELECT q FROM quota)
-            FOR UPDATE SKIP LOCKED`;
     // an untyped lease takes no job of a push type (those go to the type's endpoint)
     const pushTypes = byType ? sql`` : sql`OR EXISTS (SELECT 1 FROM push_type)`;
     const laneTypes = byType ? sql`ARRAY(SELECT DISTINCT t FROM unnest(${v.types}::text[]) AS t)` : sql`NULL::text[]`;
-    const lowerLevel = byType
-      ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${v.types}::text[]) AND j.priority < (SELECT max(priority) FROM lanes)`
-      : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
-    const lease = sql`coalesce(s.lease, (SELECT td.lease FROM job_type_defaults td WHERE td.type = j.type), ${DEFAULT_LEASE_MS}::bigint)`;
+    const claim = { byType, now, laneTypes, groups: v.groups, want: v.want, limit: v.limit };
+    const lease = leaseLengthMs;
     return sql<Row>`
     WITH gate AS MATERIALIZED (
       SELECT EXISTS (SELECT 1 FROM flow_policy p WHERE p.paused OR p.concurrency IS NOT NULL OR p.rate_limit IS NOT NULL)
           OR EXISTS (SELECT 1 FROM flow_default d WHERE d.kind = 'group' AND (d.concurrency IS NOT NULL OR d.rate_limit IS NOT NULL))
           ${pushTypes} AS full
     ),
-    lanes AS MATERIALIZED (
-      SELECT l.*, random() AS r
-      FROM jobclock_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,
-                               (floor(random() * 4294967296) - 2147483648)::int, '{}'::text[]) l
-      WHERE NOT (SELECT g.full FROM gate g)
-    ),
-    top_lanes AS MATERIALIZED (SELECT * FROM lanes WHERE priority = (SELECT max(priority) FROM lanes)),
-    quota AS MATERIALIZED (SELECT ceil(${v.limit}::numeric / greatest(count(*), 1))::int AS q FROM top_lanes),
-    picked AS MATERIALIZED (
-      SELECT c.*, l.type AS lane_type, l.r FROM top_lanes l CROSS JOIN LATERAL (${laneJobs}) c
-    ),
+    ${laneCtes({
+      ...claim,
+      blockedGroups: sql`'{}'::text[]`,
+      onlyIf: sql`NOT (SELECT g.full FROM gate g)`,
+      columns: sql`j.id, j.type, j.group_, j.priority, j.run_at, j.periodic_task_id, j.start_by`,
+    })},
     candidates AS MATERIALIZED (
       SELECT p.* FROM (SELECT p.*, row_number() OVER (PARTITION BY p.lane_type, p.group_ ORDER BY p.run_at, p.id) AS turn FROM picked p) p
       ORDER BY p.turn, p.r LIMIT ${v.limit}
@@ -106,14 +83,7 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
       FROM (SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.run_at, c.id) AS slot FROM candidates c
             WHERE NOT (SELECT x.fallback FROM special x)) a
     ),
-    more AS MATERIALIZED (
-      SELECT (SELECT count(*) FROM candidates) < ${v.limit} AND (
-               EXISTS (SELECT 1 FROM picked GROUP BY lane_type, group_ HAVING count(*) >= (SELECT q FROM quota))
-               OR (SELECT count(*) FROM lanes) >= ${v.want}
-               OR EXISTS (${lowerLevel})) AS more,
-             (SELECT count(*) FROM candidates) < ${v.limit}
-               AND (SELECT count(*) FROM (SELECT DISTINCT p.lane_type, p.group_ FROM picked p) x) < (SELECT count(*) FROM top_lanes) AS contended
-    ),
+    ${moreCte(claim)},
     leased AS (
       UPDATE job j SET
         state = 'running',

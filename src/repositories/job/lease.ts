@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
-import { DEFAULT_LEASE_MS } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
+import { laneCtes, laneWant, leaseLengthMs, moreCte } from './lease-lanes.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { defaultGroupBlocked, defaultGroupGrants, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
 import { jobLeaseSlim } from './lease-slim.js';
@@ -119,9 +119,7 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     slots: JSON.stringify(p.slots.map((s, i) => ({ n: i + 1, worker: s.worker, lease: s.leaseMs }))),
     types: byType ? [...new Set(p.types)] : null,
     groups: byGroup ? [...new Set(p.groups)] : null,
-    // how many lanes (groups) a lease looks at: every group when there are few, a random run of
-    // the hash ring of groups when there are more
-    want: Math.min(Math.max(p.slots.length, 32), 200),
+    want: laneWant(p.slots.length),
   };
   type Row = JobRow & {
     task_state: unknown;
@@ -135,41 +133,16 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     const now = sql`${v.now}::timestamptz`;
     // Flow control: jobs of a paused type or group, or of one whose limit has no permit free (as of
     // this statement's snapshot, blocked_keys below), are not candidates: blocked groups are no
-    // lanes, blocked types are no sources (or are filtered in their lanes).
+    // lanes, blocked types are no sources (or are filtered in their lanes). Fairness between groups:
+    // lease-lanes.ts, shared with the slim claim.
     const columns = sql`id, type, group_, periodic_task_id, run_interval, run_tolerance, priority, run_at, start_by`;
-    // Fairness between groups (migration 0008): the lanes of the highest priority that has a
-    // runnable job — one per group, per type when the worker names types — and from each lane its
-    // first jobs in run_at order, round by round: every lane's first job (lanes in random order),
-    // then every lane's second, and so on. A lane gives at most its share (limit / lanes), so one
-    // group's backlog fills only what the others leave; `more` below asks the caller to claim
-    // again for slots left empty while a lane may hold more.
     const laneTypes = byType
       ? sql`ARRAY(SELECT DISTINCT t FROM unnest(${v.types}::text[]) AS t WHERE NOT t = ANY((SELECT b.types FROM blocked_keys b)::text[]))`
       : sql`NULL::text[]`;
-    const laneJobs = byType
-      ? sql`SELECT ${columns} FROM job j
-            WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond'
-              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)
-            ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
-            LIMIT (SELECT q FROM quota)
-            FOR UPDATE SKIP LOCKED`
-      : sql`SELECT ${columns} FROM job j
-            WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
-              AND j.run_at < ${now} + interval '1 millisecond'
-              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)
-              AND NOT j.type = ANY((SELECT b.types FROM blocked_keys b)::text[])
-            ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
-            LIMIT (SELECT q FROM quota)
-            FOR UPDATE SKIP LOCKED`;
+    const claim = { byType, now, laneTypes, groups: v.groups, want: v.want, limit: v.limit };
     const pushTypes = byType ? sql`` : sql`|| ARRAY(SELECT pt.type FROM push_type pt)`;
     const contendedTypes = byType ? sql`true` : sql`cardinality((SELECT b.types FROM blocked_keys b)) = 0`;
-    const lowerLevel = byType
-      ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${laneTypes}) AND j.priority < (SELECT max(priority) FROM lanes)`
-      : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
-    // a lease that names no length takes the job type's default (a probe of a table that is
-    // empty unless types have defaults), else jobclock's
-    const lease = sql`coalesce(s.lease, (SELECT td.lease FROM job_type_defaults td WHERE td.type = j.type), ${DEFAULT_LEASE_MS}::bigint)`;
+    const lease = leaseLengthMs;
     const windowStart = (alias: string) => sql`${now} - ${ms(sql`${sql.ref(`${alias}.rate_window_ms`)}`)}`;
     return sql<Row>`
     WITH slots AS MATERIALIZED (
@@ -193,36 +166,21 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
                  AND (t.used_at IS NULL OR t.used_at <= ${windowStart('p')})))
     ),
     ${defaultGroupBlocked(now)},
-    lanes AS MATERIALIZED (
-      SELECT l.*, random() AS r
-      FROM jobclock_lanes(${laneTypes}, ${v.groups}::text[], ${now}, ${v.want}::int,
-                               (floor(random() * 4294967296) - 2147483648)::int,
-                               (SELECT b.groups FROM blocked_keys b) || (SELECT f.groups FROM default_full f)) l
-    ),
-    top_lanes AS MATERIALIZED (SELECT * FROM lanes WHERE priority = (SELECT max(priority) FROM lanes)),
-    quota AS MATERIALIZED (SELECT ceil(${v.limit}::numeric / greatest(count(*), 1))::int AS q FROM top_lanes),
-    picked AS MATERIALIZED (
-      SELECT c.*, l.type AS lane_type, l.r FROM top_lanes l CROSS JOIN LATERAL (${laneJobs}) c
-    ),
+    ${laneCtes({
+      ...claim,
+      blockedGroups: sql`(SELECT b.groups FROM blocked_keys b) || (SELECT f.groups FROM default_full f)`,
+      columns,
+      untypedJobsAlso: sql`NOT j.type = ANY((SELECT b.types FROM blocked_keys b)::text[])`,
+    })},
     ranked_picks AS MATERIALIZED (
       SELECT p.*, row_number() OVER (PARTITION BY p.lane_type, p.group_ ORDER BY p.run_at, p.id) AS turn FROM picked p
     ),
     candidates AS MATERIALIZED (
       SELECT ${columns} FROM ranked_picks p WHERE ${WITHIN_DEFAULT_GROUP_SHARE} ORDER BY turn, r LIMIT ${v.limit}
     ),
-    -- slots left empty while a lane gave its whole share, more lanes may exist than were looked
-    -- at, or a lower priority has queued jobs: the caller claims again for them
-    more AS MATERIALIZED (
-      SELECT (SELECT count(*) FROM candidates) < ${v.limit} AND (
-               EXISTS (SELECT 1 FROM picked GROUP BY lane_type, group_ HAVING count(*) >= (SELECT q FROM quota))
-               OR (SELECT count(*) FROM lanes) >= ${v.want}
-               OR EXISTS (${lowerLevel})) AS more,
-             -- a lane that gave nothing: its job, runnable in this snapshot, was taken or locked by
-             -- another claim since (the lane walk and the lane's pick read the same rows, unless an
-             -- untyped claim leaves out blocked types, which the walk does not)
-             (SELECT count(*) FROM candidates) < ${v.limit} AND ${contendedTypes}
-               AND (SELECT count(*) FROM (SELECT DISTINCT p.lane_type, p.group_ FROM picked p) x) < (SELECT count(*) FROM top_lanes) AS contended
-    ),
+    -- whether lanes may hold more, and whether another claim took a lane's job (the lane walk does
+    -- not leave out blocked types: an untyped claim that does cannot tell)
+    ${moreCte({ ...claim, contendedIf: contendedTypes })},
     -- candidates under a limit: one row per limit that applies (type and group), ranked within it
     needs AS MATERIALIZED (
       SELECT c.id, p.kind, p.name, p.concurrency IS NOT NULL AS slot, p.rate_limit IS NOT NULL AS token,

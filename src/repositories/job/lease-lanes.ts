@@ -1,0 +1,102 @@
+import { type RawBuilder, sql } from 'kysely';
+import { DEFAULT_LEASE_MS } from '../../domain/job.js';
+
+/**
+ * The claim's part that the full lease statement (lease.ts) and the slim claim (lease-slim.ts)
+ * share: fairness between groups (migrations 0008, 0031). The lanes of the highest priority that
+ * has a runnable job — one per group, per type when the worker names types — and from each lane its
+ * first jobs in run_at order, round by round: every lane's first job (lanes in random order), then
+ * every lane's second, and so on. A lane gives at most its share (limit / lanes), so one group's
+ * backlog fills only what the others leave; `more` asks the caller to claim again for slots left
+ * empty while a lane may hold more.
+ */
+export interface LaneClaim {
+  byType: boolean;
+  now: RawBuilder<unknown>;
+  /** The types whose lanes are walked (NULL::text[] for every type). */
+  laneTypes: RawBuilder<unknown>;
+  /** The named groups (NULL: every group). */
+  groups: unknown;
+  /** How many lanes to look at (laneWant). */
+  want: unknown;
+  /** Slots to fill. */
+  limit: unknown;
+  /** Groups that are no lanes (a text[] expression). */
+  blockedGroups: RawBuilder<unknown>;
+  /** A condition without which the statement walks no lane at all. */
+  onlyIf?: RawBuilder<unknown>;
+  /** The columns `picked` takes of each job (of alias j). */
+  columns: RawBuilder<unknown>;
+  /** A further condition on the jobs of an untyped claim's lanes. */
+  untypedJobsAlso?: RawBuilder<unknown>;
+}
+
+/**
+ * How many lanes (groups) a lease looks at: every group when there are few, a random run of the
+ * hash ring of groups when there are more.
+ */
+export const laneWant = (slots: number): number => Math.min(Math.max(slots, 32), 200);
+
+/**
+ * The CTEs `lanes`, `top_lanes`, `quota` and `picked` (the lanes' jobs, locked, with `lane_type`
+ * and the lane's random `r`). Each lane's claim starts at the lane's first job (jobclock_lanes,
+ * migration 0031) by an index descent, not by walking the entries of jobs that left the queue; the
+ * bound leads with the group's hash, which only the fairness indexes lead with (a bound leading with
+ * run_at gave job_queued_run_at_idx a range under the generic plan).
+ */
+export function laneCtes(c: LaneClaim): RawBuilder<unknown> {
+  const due = sql`j.run_at < ${c.now} + interval '1 millisecond'
+              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)`;
+  const laneJobs = c.byType
+    ? sql`SELECT ${c.columns} FROM job j
+            WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
+              AND ${due}
+            ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
+            LIMIT (SELECT q FROM quota)
+            FOR UPDATE SKIP LOCKED`
+    : sql`SELECT ${c.columns} FROM job j
+            WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
+              AND ${due}${c.untypedJobsAlso ? sql` AND ${c.untypedJobsAlso}` : sql``}
+            ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
+            LIMIT (SELECT q FROM quota)
+            FOR UPDATE SKIP LOCKED`;
+  return sql`
+    lanes AS MATERIALIZED (
+      SELECT l.*, random() AS r
+      FROM jobclock_lanes(${c.laneTypes}, ${c.groups}::text[], ${c.now}, ${c.want}::int,
+                          (floor(random() * 4294967296) - 2147483648)::int, ${c.blockedGroups}) l
+      ${c.onlyIf ? sql`WHERE ${c.onlyIf}` : sql``}
+    ),
+    top_lanes AS MATERIALIZED (SELECT * FROM lanes WHERE priority = (SELECT max(priority) FROM lanes)),
+    quota AS MATERIALIZED (SELECT ceil(${c.limit}::numeric / greatest(count(*), 1))::int AS q FROM top_lanes),
+    picked AS MATERIALIZED (
+      SELECT c.*, l.type AS lane_type, l.r FROM top_lanes l CROSS JOIN LATERAL (${laneJobs}) c
+    )`;
+}
+
+/**
+ * The CTE `more` (after `candidates`): `more`, slots left empty while a lane gave its whole share,
+ * more lanes may exist than were looked at, or a lower priority has queued jobs; `contended`, a
+ * lane gave nothing although its job was runnable in this snapshot — another claim took or locked
+ * it since (the lane walk and the lane's pick read the same rows, unless `contendedIf` says they
+ * may not).
+ */
+export function moreCte(
+  c: Pick<LaneClaim, 'byType' | 'laneTypes' | 'limit' | 'want'> & { contendedIf?: RawBuilder<unknown> },
+): RawBuilder<unknown> {
+  const lowerLevel = c.byType
+    ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${c.laneTypes}) AND j.priority < (SELECT max(priority) FROM lanes)`
+    : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
+  return sql`
+    more AS MATERIALIZED (
+      SELECT (SELECT count(*) FROM candidates) < ${c.limit} AND (
+               EXISTS (SELECT 1 FROM picked GROUP BY lane_type, group_ HAVING count(*) >= (SELECT q FROM quota))
+               OR (SELECT count(*) FROM lanes) >= ${c.want}
+               OR EXISTS (${lowerLevel})) AS more,
+             (SELECT count(*) FROM candidates) < ${c.limit} AND ${c.contendedIf ?? sql`true`}
+               AND (SELECT count(*) FROM (SELECT DISTINCT p.lane_type, p.group_ FROM picked p) x) < (SELECT count(*) FROM top_lanes) AS contended
+    )`;
+}
+
+/** A lease's length for slot `s` and job `j`: the slot's, else the job type's default (a probe of a table that is empty unless types have defaults), else jobclock's. */
+export const leaseLengthMs = sql`coalesce(s.lease, (SELECT td.lease FROM job_type_defaults td WHERE td.type = j.type), ${DEFAULT_LEASE_MS}::bigint)`;
