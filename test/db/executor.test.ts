@@ -39,6 +39,7 @@ import {
   type TaskValues,
 } from '../../src/repositories/periodic-tasks.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { jobRow } from '../support/job-rows.js';
 
 /**
  * One database port: a repository function handed a transaction runs in it, whichever way it sends
@@ -58,21 +59,7 @@ afterAll(async () => {
   await tdb?.destroy();
 });
 
-const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => ({
-  type: 'port',
-  group: 'default',
-  args: { n: 1 },
-  subject: null,
-  submitter: null,
-  priority: 0,
-  runAt: NOW,
-  maxAttempts: 3,
-  uniqueKey: null,
-  timebox: null,
-  traceparent: null,
-  startBy: null,
-  ...over,
-});
+const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => jobRow(NOW, { type: 'port', args: { n: 1 }, ...over });
 
 const task: TaskValues = {
   task: 'port.task',

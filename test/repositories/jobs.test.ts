@@ -18,6 +18,7 @@ import {
 import { insertTask, insertTaskJob } from '../http/jobs-support.js';
 import { sealAll as sealEverything } from '../support/search-partitions.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { jobRow } from '../support/job-rows.js';
 
 const NOW = new Date('2026-11-20T09:00:00.000Z');
 const plus = (ms: number) => new Date(NOW.getTime() + ms);
@@ -33,21 +34,7 @@ beforeEach(async () => {
   await tdb.db.pool.query('DELETE FROM job');
 });
 
-const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => ({
-  type: 't',
-  group: 'default',
-  args: null,
-  subject: null,
-  submitter: null,
-  priority: 0,
-  runAt: NOW,
-  maxAttempts: 3,
-  uniqueKey: null,
-  timebox: null,
-  traceparent: null,
-  startBy: null,
-  ...over,
-});
+const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => jobRow(NOW, over);
 
 describe('jobInsertMany', () => {
   it('matches every input row to its own id, also around unique-key conflicts', async () => {

@@ -10,6 +10,7 @@ import type { PreparedExecutor } from '../../src/db/executor.js';
 import { type JobInsertRow, jobInsertMany, jobLease, jobLeaseFull, jobLeaseSlim, type LeaseParams } from '../../src/repositories/jobs.js';
 import { insertTask, insertTaskJob } from '../http/jobs-support.js';
 import { createTestDatabase, type TestDatabase } from '../support/db.js';
+import { jobRow } from '../support/job-rows.js';
 
 const NOW = new Date('2026-11-20T09:00:00.000Z');
 
@@ -26,21 +27,7 @@ beforeEach(async () => {
   );
 });
 
-const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => ({
-  type: 't',
-  group: 'default',
-  args: null,
-  subject: null,
-  submitter: null,
-  priority: 0,
-  runAt: NOW,
-  maxAttempts: 3,
-  uniqueKey: null,
-  timebox: null,
-  traceparent: null,
-  startBy: null,
-  ...over,
-});
+const row = (over: Partial<JobInsertRow> = {}): JobInsertRow => jobRow(NOW, over);
 
 class RolledBack<T> extends Error {
   constructor(readonly value: T) {
