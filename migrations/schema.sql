@@ -692,6 +692,8 @@ BEGIN
        ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1;
     END IF;
     WHILE lvl IS NOT NULL LOOP
+      -- typed and untyped lanes are separate statements, each planned on its own index (one with
+      -- "src IS NULL OR j.type = src" would be planned once for both and fit neither)
       IF p_groups IS NOT NULL AND src IS NULL THEN
         -- the named groups: one probe each, for the first job
         RETURN QUERY
