@@ -18,6 +18,8 @@ import { PGBOSS_QUEUE, pgBoss12Options, Templates } from './lib/templates.js';
 
 const JOBS = Number(process.env.HOT_JOBS ?? 20_000);
 const ROUNDS = Number(process.env.HOT_ROUNDS ?? 6);
+/** HOT_REPORT_EACH=1: every job reported by a statement of its own (b.perjob's reports), on both sides. */
+const REPORT_EACH = process.env.HOT_REPORT_EACH === '1';
 const log = (m: string) => process.stderr.write(`${m}\n`);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const range = (xs: number[]) => `[${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}]`;
@@ -68,6 +70,50 @@ const LEASES: Record<string, Lease> = {
   'no-transition-triggers': {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
     setup: ['DROP TRIGGER job_webhook_events ON job', 'DROP TRIGGER job_search_on_update ON job'],
+  },
+  // the row triggers as they were before migration 0032: four, one of them BEFORE UPDATE (which
+  // makes PostgreSQL lock every row before updating it). Their WHEN clauses as they were; the
+  // functions never run on this queue, so a stand-in does.
+  'row-triggers-0031': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [
+      'DROP TRIGGER job_state_changed ON job',
+      `CREATE FUNCTION bench_stand_in() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`,
+      `CREATE TRIGGER job_release_slots BEFORE UPDATE OF state ON job FOR EACH ROW
+         WHEN (OLD.holds_slot AND NEW.holds_slot AND NEW.state IS DISTINCT FROM 'running') EXECUTE FUNCTION bench_stand_in()`,
+      `CREATE TRIGGER job_dependency_ended AFTER UPDATE OF state ON job FOR EACH ROW
+         WHEN (OLD.has_dependents AND NEW.state IS DISTINCT FROM OLD.state
+               AND (NEW.state IN ('finished', 'failed', 'dropped', 'cancelled')) <> (OLD.state IN ('finished', 'failed', 'dropped', 'cancelled')))
+         EXECUTE FUNCTION bench_stand_in()`,
+      `CREATE TRIGGER job_task_outcome AFTER UPDATE OF state ON job FOR EACH ROW
+         WHEN (NEW.periodic_task_id IS NOT NULL AND NEW.state IS DISTINCT FROM OLD.state AND NEW.state IN ('finished', 'failed', 'dropped'))
+         EXECUTE FUNCTION bench_stand_in()`,
+      `CREATE TRIGGER job_watched_done AFTER UPDATE OF state ON job FOR EACH ROW
+         WHEN (NEW.watched AND NEW.state IS DISTINCT FROM OLD.state AND NEW.state IN ('finished', 'failed', 'dropped', 'cancelled'))
+         EXECUTE FUNCTION bench_stand_in()`,
+    ],
+  },
+  // what the table's CHECK constraints cost (each is evaluated on every update of a row; merged
+  // into one they cost about as much)
+  'no-checks': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [
+      `DO $$ DECLARE c text; BEGIN
+         FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = 'job'::regclass AND contype = 'c' LOOP
+           EXECUTE format('ALTER TABLE job DROP CONSTRAINT %I', c);
+         END LOOP;
+       END $$`,
+    ],
+  },
+  // what the indexes cost that the README loop's jobs never enter (their predicates are evaluated
+  // on every new row version)
+  'no-cold-indexes': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [
+      `DROP INDEX job_attention_idx, job_attention_type_idx, job_debounce_key_idx, job_open_by_task_idx,
+         job_periodic_slot_key, job_start_by_idx, job_task_idx, job_unique_key_created_idx, job_unique_key_idx,
+         job_waiting_id_idx, job_deadline_idx`,
+    ],
   },
   // what the triggers on job cost (session_replication_role = replica fires no ordinary trigger)
   'no-triggers': {
@@ -139,13 +185,9 @@ async function jobclockContender(server: BenchServer, template: string, how: Lea
       const c0 = cpu();
       const { leased } = await lease(db, slots);
       const c1 = cpu();
-      if (leased.length > 0)
-        await jobReport(
-          db,
-          leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' as const, jitter: 1 })),
-          new Date(),
-          { jobs: false },
-        );
+      const reports = leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' as const, jitter: 1 }));
+      if (REPORT_EACH) for (const r of reports) await jobReport(db, [r], new Date(), { jobs: false });
+      else if (reports.length > 0) await jobReport(db, reports, new Date(), { jobs: false });
       return { leaseNs: c1 - c0, reportNs: cpu() - c1, n: leased.length };
     },
     async stats() {
@@ -177,7 +219,8 @@ async function pgBossContender(server: BenchServer, template: string): Promise<C
       const c0 = cpu();
       const jobs = await boss.fetch(PGBOSS_QUEUE, { batchSize: 100 });
       const c1 = cpu();
-      if (jobs.length > 0)
+      if (REPORT_EACH) for (const j of jobs) await boss.complete(PGBOSS_QUEUE, j.id);
+      else if (jobs.length > 0)
         await boss.complete(
           PGBOSS_QUEUE,
           jobs.map((j) => j.id),

@@ -168,22 +168,6 @@ BEGIN
 END;
 $function$;
 
-CREATE OR REPLACE FUNCTION public.jobclock_dependency_ended()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  IF NEW.state IN ('finished', 'failed', 'dropped', 'cancelled') THEN
-    PERFORM set_config('jobclock.ended_dependencies',
-      coalesce(nullif(current_setting('jobclock.ended_dependencies', true), ''), '') || NEW.id || ':' || NEW.state || ',', true);
-  ELSE
-    UPDATE job w SET deps_pending = w.deps_pending + 1
-      FROM job_dependency e WHERE e.depends_on = NEW.id AND w.id = e.job_id AND w.state = 'waiting';
-  END IF;
-  RETURN NULL;
-END;
-$function$;
-
 CREATE OR REPLACE FUNCTION public.jobclock_duration_ms(value jsonb, field text)
  RETURNS bigint
  LANGUAGE plpgsql
@@ -666,6 +650,54 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_job_row_traced(j jsonb, fn text, at text) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_job_state_changed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  -- flow control: a job that stopped running frees the slots it held
+  IF OLD.holds_slot AND NEW.holds_slot AND NEW.state IS DISTINCT FROM 'running' THEN
+    PERFORM jobclock_release_job_slots(OLD.id, coalesce(NEW.finished_at, NEW.updated_at));
+  END IF;
+  -- dependencies: the jobs waiting for this one learn that it ended (settled for the whole
+  -- statement by job_dependencies_settle), or that it runs again
+  IF OLD.has_dependents
+     AND (NEW.state IN ('finished', 'failed', 'dropped', 'cancelled')) <> (OLD.state IN ('finished', 'failed', 'dropped', 'cancelled')) THEN
+    IF NEW.state IN ('finished', 'failed', 'dropped', 'cancelled') THEN
+      PERFORM set_config('jobclock.ended_dependencies',
+        coalesce(nullif(current_setting('jobclock.ended_dependencies', true), ''), '') || NEW.id || ':' || NEW.state || ',', true);
+    ELSE
+      UPDATE job w SET deps_pending = w.deps_pending + 1
+        FROM job_dependency e WHERE e.depends_on = NEW.id AND w.id = e.job_id AND w.state = 'waiting';
+    END IF;
+  END IF;
+  -- a periodic task's health: its run succeeded, or failed for good
+  IF NEW.periodic_task_id IS NOT NULL AND NEW.state IN ('finished', 'failed', 'dropped') THEN
+    IF NEW.state = 'finished' THEN
+      -- the first slot due after this success is nextrun when that lies ahead (no slot between the
+      -- scheduler's last look and nextrun); when it does not (the scheduler is behind), the
+      -- scheduler sets overdue_at as it reaches the task
+      UPDATE periodic_task
+         SET last_success_at = greatest(last_success_at, NEW.finished_at), consecutive_failures = 0,
+             overdue_at = CASE WHEN alert_after IS NOT NULL AND nextrun > NEW.finished_at
+                               THEN nextrun + make_interval(secs => alert_after / 1000.0) END
+       WHERE id = NEW.periodic_task_id;
+    ELSE
+      UPDATE periodic_task
+         SET last_failure_at = greatest(last_failure_at, coalesce(NEW.finished_at, NEW.updated_at)),
+             consecutive_failures = consecutive_failures + 1
+       WHERE id = NEW.periodic_task_id;
+    END IF;
+  END IF;
+  -- GET /jobs/{id}?wait: the instances waiting for this job's end are woken
+  IF NEW.watched AND NEW.state IN ('finished', 'failed', 'dropped', 'cancelled') THEN
+    PERFORM pg_notify('jobclock_job_done', NEW.id::text);
+  END IF;
+  RETURN NULL;
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_job_state_changed() FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.jobclock_lanes(p_types text[], p_groups text[], p_now timestamp with time zone, p_want integer, p_start integer, p_blocked_groups text[])
  RETURNS TABLE(type text, priority integer, group_ text, hash integer, first_run_at timestamp with time zone, first_id bigint)
  LANGUAGE plpgsql
@@ -776,17 +808,6 @@ BEGIN
 END;
 $function$;
 
-CREATE OR REPLACE FUNCTION public.jobclock_notify_job_done()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  PERFORM pg_notify('jobclock_job_done', NEW.id::text);
-  RETURN NULL;
-END;
-$function$;
-REVOKE ALL ON FUNCTION public.jobclock_notify_job_done() FROM PUBLIC;
-
 CREATE OR REPLACE FUNCTION public.jobclock_notify_job_inserted()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -810,6 +831,18 @@ BEGIN
 END;
 $function$;
 
+CREATE OR REPLACE FUNCTION public.jobclock_release_job_slots(p_job_id bigint, p_at timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+BEGIN
+  UPDATE flow_slot SET job_id = NULL, released_at = p_at WHERE job_id = p_job_id;
+  PERFORM pg_notify('jobclock_jobs', '');
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_release_job_slots(p_job_id bigint, p_at timestamp with time zone) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.jobclock_release_permits(ids bigint[], at timestamp with time zone)
  RETURNS bigint
  LANGUAGE sql
@@ -821,19 +854,6 @@ AS $function$
     RETURNING 1
   )
   SELECT count(*) FROM released
-$function$;
-
-CREATE OR REPLACE FUNCTION public.jobclock_release_slots()
- RETURNS trigger
- LANGUAGE plpgsql
- SET enable_seqscan TO 'off'
-AS $function$
-BEGIN
-  UPDATE flow_slot SET job_id = NULL, released_at = coalesce(NEW.finished_at, NEW.updated_at) WHERE job_id = OLD.id;
-  NEW.holds_slot := false;
-  PERFORM pg_notify('jobclock_jobs', '');
-  RETURN NEW;
-END;
 $function$;
 
 CREATE OR REPLACE FUNCTION public.jobclock_search_flush()
@@ -1035,30 +1055,6 @@ BEGIN
     END;
   END LOOP;
   PERFORM set_config('lock_timeout', caller_lock_timeout, true);
-END;
-$function$;
-
-CREATE OR REPLACE FUNCTION public.jobclock_task_outcome()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  IF NEW.state = 'finished' THEN
-    -- the first slot due after this success is nextrun when that lies ahead (no slot between the
-    -- scheduler's last look and nextrun); when it does not (the scheduler is behind), the
-    -- scheduler sets overdue_at as it reaches the task
-    UPDATE periodic_task
-       SET last_success_at = greatest(last_success_at, NEW.finished_at), consecutive_failures = 0,
-           overdue_at = CASE WHEN alert_after IS NOT NULL AND nextrun > NEW.finished_at
-                             THEN nextrun + make_interval(secs => alert_after / 1000.0) END
-     WHERE id = NEW.periodic_task_id;
-  ELSE
-    UPDATE periodic_task
-       SET last_failure_at = greatest(last_failure_at, coalesce(NEW.finished_at, NEW.updated_at)),
-           consecutive_failures = consecutive_failures + 1
-     WHERE id = NEW.periodic_task_id;
-  END IF;
-  RETURN NULL;
 END;
 $function$;
 
@@ -1518,14 +1514,11 @@ CREATE INDEX webhook_delivery_webhook_idx ON public.webhook_delivery USING btree
 -- Triggers
 
 CREATE TRIGGER job_dependencies_settle AFTER UPDATE OF state ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_dependencies_settle();
-CREATE TRIGGER job_dependency_ended AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN ((old.has_dependents AND (new.state IS DISTINCT FROM old.state) AND ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])) <> (old.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))))) EXECUTE FUNCTION jobclock_dependency_ended();
 CREATE TRIGGER job_inserted_notify AFTER INSERT ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_notify_job_inserted();
-CREATE TRIGGER job_release_slots BEFORE UPDATE OF state ON public.job FOR EACH ROW WHEN ((old.holds_slot AND new.holds_slot AND (new.state IS DISTINCT FROM 'running'::text))) EXECUTE FUNCTION jobclock_release_slots();
 CREATE TRIGGER job_release_slots_on_delete AFTER DELETE ON public.job FOR EACH ROW WHEN (old.holds_slot) EXECUTE FUNCTION jobclock_release_deleted_slots();
 CREATE TRIGGER job_search_on_delete AFTER DELETE ON public.job REFERENCING OLD TABLE AS jobclock_gone FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_delete();
 CREATE TRIGGER job_search_on_insert AFTER INSERT ON public.job FOR EACH ROW WHEN ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))) EXECUTE FUNCTION jobclock_search_on_insert();
 CREATE TRIGGER job_search_on_update AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_update();
-CREATE TRIGGER job_task_outcome AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN (((new.periodic_task_id IS NOT NULL) AND (new.state IS DISTINCT FROM old.state) AND (new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text])))) EXECUTE FUNCTION jobclock_task_outcome();
-CREATE TRIGGER job_watched_done AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN ((new.watched AND (new.state IS DISTINCT FROM old.state) AND (new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])))) EXECUTE FUNCTION jobclock_notify_job_done();
+CREATE TRIGGER job_state_changed AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN (((new.holds_slot OR new.has_dependents OR (new.periodic_task_id IS NOT NULL) OR new.watched) AND (new.state IS DISTINCT FROM old.state))) EXECUTE FUNCTION jobclock_job_state_changed();
 CREATE TRIGGER job_webhook_events AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_webhook_job_events();
 CREATE TRIGGER periodic_task_webhook_events BEFORE UPDATE OF consecutive_failures, last_success_at ON public.periodic_task FOR EACH ROW WHEN (((new.consecutive_failures IS DISTINCT FROM old.consecutive_failures) OR (new.last_success_at IS DISTINCT FROM old.last_success_at))) EXECUTE FUNCTION jobclock_webhook_task_events();

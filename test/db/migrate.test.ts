@@ -1,6 +1,7 @@
 /** Migration checksums: an applied migration whose file changed stops the start. */
 import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import pg from 'pg';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createDb, type Db, ensureDatabase } from '../../src/db/database.js';
@@ -73,7 +74,11 @@ it('records the checksums of a database migrated before they were kept, at its n
  * A database of its own migrated up to (not including) migration `next`; `seed` adds rows there,
  * then `next` runs and `check` looks at the result. Dropped afterwards.
  */
-async function acrossMigration(next: string, seed: (db: Db) => Promise<unknown>, check: (db: Db) => Promise<void>): Promise<void> {
+async function acrossMigration(
+  next: string,
+  seed: (db: Db) => Promise<unknown>,
+  check: (db: Db, url: string) => Promise<void>,
+): Promise<void> {
   const name = `jt_m${next}_${Date.now()}`;
   const url = await ensureDatabase(inject('adminUrl'), name);
   const db = createDb({ url, poolSize: 2 });
@@ -86,7 +91,7 @@ async function acrossMigration(next: string, seed: (db: Db) => Promise<unknown>,
     const through = await copyMigrations(`through-${next}`, (_f, text) => text);
     for (const f of await readdir(through)) if (/^\d{4}_/.test(f) && f.slice(0, 4) > next) await rm(path.join(through, f));
     await migrateToLatest(db.kysely, through);
-    await check(db);
+    await check(db, url);
   } finally {
     await db.destroy();
     const a = createDb({ url: inject('adminUrl'), poolSize: 1 });
@@ -325,6 +330,57 @@ it('0030 keeps every job and search row, seals the ids given out as copied, and 
       expect(await copier.tick()).toEqual({ sealed: 1, copied: 1 });
       expect((await searchRows(db)).length).toBe(4);
       expect(await found()).toEqual([{ customer: 'new' }]);
+    },
+  );
+});
+
+it('0032: what a change of state sets off still happens, from one trigger, for jobs running across the migration', async () => {
+  let ids: Record<'slot' | 'dep' | 'waiting' | 'watched', string> | null = null;
+  await acrossMigration(
+    '0032',
+    async (db) => {
+      const { rows } = await db.pool.query<{ id: string }>(
+        `INSERT INTO job (type, state, run_at, worker, lease_token, lease_expires_at, lease_duration, started_at, attempts, holds_slot, has_dependents, watched)
+         VALUES ('m', 'running', now(), 'w', gen_random_uuid(), now() + interval '1 minute', 60000, now(), 1, true, false, false),
+                ('m', 'running', now(), 'w', gen_random_uuid(), now() + interval '1 minute', 60000, now(), 1, false, true, false),
+                ('m', 'running', now(), 'w', gen_random_uuid(), now() + interval '1 minute', 60000, now(), 1, false, false, true)
+         RETURNING id::text AS id`,
+      );
+      const [slot, dep, watched] = rows.map((r) => r.id) as [string, string, string];
+      const waiting = await db.pool.query<{ id: string }>(
+        `INSERT INTO job (type, state, run_at, after_ids, deps_pending) VALUES ('m', 'waiting', now(), ARRAY[$1::bigint], 1) RETURNING id::text AS id`,
+        [dep],
+      );
+      ids = { slot, dep, waiting: waiting.rows[0]!.id, watched };
+      await db.pool.query(`INSERT INTO job_dependency (depends_on, job_id) VALUES ($1, $2)`, [dep, ids.waiting]);
+      await db.pool.query(`INSERT INTO flow_slot (kind, name, n, job_id) VALUES ('type', 'm', 1, $1)`, [slot]);
+    },
+    async (db, url) => {
+      const triggers = await db.pool.query<{ tgname: string }>(
+        `SELECT tgname FROM pg_trigger WHERE tgrelid = 'job'::regclass AND NOT tgisinternal AND tgtype & 1 = 1 ORDER BY 1`,
+      );
+      // the row-level triggers on job: one for a change of state, one for inserts (search) and one for deletions
+      expect(triggers.rows.map((r) => r.tgname)).toEqual(['job_release_slots_on_delete', 'job_search_on_insert', 'job_state_changed']);
+      const listener = new pg.Client({ connectionString: url });
+      await listener.connect();
+      const done: string[] = [];
+      listener.on('notification', (n) => done.push(n.payload ?? ''));
+      try {
+        await listener.query('LISTEN jobclock_job_done');
+        const { slot, dep, waiting, watched } = ids!;
+        await db.pool.query(`UPDATE job SET state = 'cancelled', finished_at = now(), updated_at = now() WHERE id = ANY ($1::bigint[])`, [
+          [slot, watched],
+        ]);
+        await db.pool.query(`UPDATE job SET state = 'finished', finished_at = now(), updated_at = now() WHERE id = $1`, [dep]);
+        const freed = await db.pool.query(`SELECT job_id, released_at IS NOT NULL AS released FROM flow_slot`);
+        expect(freed.rows).toEqual([{ job_id: null, released: true }]);
+        const w = await db.pool.query(`SELECT state, deps_pending FROM job WHERE id = $1`, [waiting]);
+        expect(w.rows).toEqual([{ state: 'queued', deps_pending: 0 }]);
+        await listener.query('SELECT 1'); // the notification arrives before this answer
+        expect(done).toEqual([watched]);
+      } finally {
+        await listener.end();
+      }
     },
   );
 });

@@ -196,6 +196,25 @@ describe('concurrency', () => {
     }
   });
 
+  it('frees a cancelled job’s slot once: its retry and its deletion later free no one else’s', async () => {
+    await api().patch('/types/once', { concurrency: 1 });
+    await createJobs(2, { type: 'once' });
+    const [a] = await lease(['once'], 2);
+    expect((await api().post(`/jobs/${a!.id}/cancel`, {})).status).toBe(200);
+    const [b] = await lease(['once'], 2); // a's slot, now b's
+    expect(b!.id).not.toBe(a!.id);
+    const holder = async () =>
+      (await tdb.db.pool.query(`SELECT job_id::text AS id FROM flow_slot WHERE kind = 'type' AND name = 'once' AND job_id IS NOT NULL`))
+        .rows;
+    expect(await holder()).toEqual([{ id: String(b!.id) }]);
+    expect((await api().post(`/jobs/${a!.id}/retry`, {})).status).toBe(200); // a changes state again
+    expect(await holder()).toEqual([{ id: String(b!.id) }]);
+    expect(await lease(['once'], 2)).toEqual([]); // b still holds the only slot
+    await tdb.db.pool.query('DELETE FROM job WHERE id = $1', [a!.id]);
+    expect(await holder()).toEqual([{ id: String(b!.id) }]);
+    expect(await lease(['once'], 2)).toEqual([]);
+  });
+
   it('gives the slots of a running job deleted by hand back', async () => {
     await api().patch('/types/deleted', { concurrency: 1 });
     await api().patch('/groups/gd', { concurrency: 1 });
