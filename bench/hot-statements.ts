@@ -59,17 +59,9 @@ const LEASES: Record<string, Lease> = {
       { now: new Date(), types: ['noop'], slots },
     ).then((r) => ({ leased: r!.leased, dropped: [] })),
   // what single triggers cost
-  'no-search-trigger': {
+  'no-transition-trigger': {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
-    setup: ['DROP TRIGGER job_search_on_update ON job'],
-  },
-  'no-webhook-trigger': {
-    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
-    setup: ['DROP TRIGGER job_webhook_events ON job'],
-  },
-  'no-transition-triggers': {
-    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
-    setup: ['DROP TRIGGER job_webhook_events ON job', 'DROP TRIGGER job_search_on_update ON job'],
+    setup: ['DROP TRIGGER job_updated ON job'],
   },
   // the row triggers as they were before migration 0032: four, one of them BEFORE UPDATE (which
   // makes PostgreSQL lock every row before updating it). Their WHEN clauses as they were; the
@@ -91,6 +83,59 @@ const LEASES: Record<string, Lease> = {
       `CREATE TRIGGER job_watched_done AFTER UPDATE OF state ON job FOR EACH ROW
          WHEN (NEW.watched AND NEW.state IS DISTINCT FROM OLD.state AND NEW.state IN ('finished', 'failed', 'dropped', 'cancelled'))
          EXECUTE FUNCTION bench_stand_in()`,
+    ],
+  },
+  // as before migration 0033: three statement triggers, the search one always running its INSERT
+  // into the partitioned job_search, and the permits released by a SQL function
+  'before-0033': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [
+      'DROP TRIGGER job_updated ON job',
+      `CREATE FUNCTION bench_search_0032() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
+       BEGIN
+         IF top IS NULL THEN
+           RETURN NULL;
+         END IF;
+         INSERT INTO job_search (id, type, group_, worker, args, text)
+           SELECT n.id, n.type, n.group_, n.worker, n.args, jobclock_search_text(n.args, n.subject, n.error)
+             FROM jobclock_new n
+            WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled')
+              AND n.id < top
+              AND n.id < (SELECT s.hi FROM job_search_sealed s WHERE s.lo <= n.id ORDER BY s.lo DESC LIMIT 1)
+         ON CONFLICT (id) DO UPDATE
+           SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text
+           WHERE (job_search.type, job_search.group_, job_search.worker, job_search.args, job_search.text)
+                 IS DISTINCT FROM (EXCLUDED.type, EXCLUDED.group_, EXCLUDED.worker, EXCLUDED.args, EXCLUDED.text);
+         RETURN NULL;
+       END $$`,
+      `CREATE FUNCTION bench_webhooks_0032() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NOT EXISTS (SELECT 1 FROM webhook WHERE events && '{job.finished,job.failed,job.dropped,job.cancelled}'::text[]) THEN
+           RETURN NULL;
+         END IF;
+         RAISE EXCEPTION 'no webhook is expected here';
+       END $$`,
+      `CREATE FUNCTION bench_settle_0032() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         noted text := current_setting('jobclock.ended_dependencies', true);
+       BEGIN
+         IF noted IS NULL OR noted = '' THEN
+           RETURN NULL;
+         END IF;
+         RAISE EXCEPTION 'no dependency is expected here';
+       END $$`,
+      `CREATE OR REPLACE FUNCTION jobclock_release_permits(ids bigint[], at timestamptz) RETURNS bigint
+       LANGUAGE sql SET enable_seqscan = off AS $$
+         WITH released AS (UPDATE flow_slot s SET job_id = NULL, released_at = at WHERE s.job_id = ANY (ids) RETURNING 1)
+         SELECT count(*) FROM released
+       $$`,
+      `CREATE TRIGGER job_dependencies_settle AFTER UPDATE OF state ON job FOR EACH STATEMENT EXECUTE FUNCTION bench_settle_0032()`,
+      `CREATE TRIGGER job_search_on_update AFTER UPDATE ON job REFERENCING NEW TABLE AS jobclock_new
+         FOR EACH STATEMENT EXECUTE FUNCTION bench_search_0032()`,
+      `CREATE TRIGGER job_webhook_events AFTER UPDATE ON job REFERENCING NEW TABLE AS jobclock_new
+         FOR EACH STATEMENT EXECUTE FUNCTION bench_webhooks_0032()`,
     ],
   },
   // what the table's CHECK constraints cost (each is evaluated on every update of a row; merged

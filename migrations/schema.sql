@@ -108,66 +108,6 @@ AS $function$
   ) u
 $function$;
 
-CREATE OR REPLACE FUNCTION public.jobclock_dependencies_settle()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-DECLARE
-  noted text := current_setting('jobclock.ended_dependencies', true);
-  ended bigint[];
-  bad bigint[];
-  at timestamptz;
-  released integer;
-BEGIN
-  IF noted IS NULL OR noted = '' THEN
-    RETURN NULL;
-  END IF;
-  PERFORM set_config('jobclock.ended_dependencies', '', true);
-  SELECT array_agg(split_part(x, ':', 1)::bigint), array_agg(split_part(x, ':', 1)::bigint) FILTER (WHERE split_part(x, ':', 2) <> 'finished')
-    INTO ended, bad
-    FROM unnest(string_to_array(rtrim(noted, ','), ',')) AS x;
-  SELECT max(updated_at) INTO at FROM job WHERE id = ANY (ended);
-  IF bad IS NOT NULL THEN
-    WITH RECURSIVE doomed(id) AS (
-      SELECT e.job_id FROM job_dependency e JOIN job w ON w.id = e.job_id
-      WHERE e.depends_on = ANY (bad) AND w.state = 'waiting' AND NOT w.dependency_failure_runs
-      UNION
-      SELECT e.job_id FROM doomed d JOIN job_dependency e ON e.depends_on = d.id JOIN job w ON w.id = e.job_id
-      WHERE w.state = 'waiting' AND NOT w.dependency_failure_runs
-    ),
-    locked AS MATERIALIZED (
-      SELECT w.id FROM job w WHERE w.id IN (SELECT id FROM doomed) AND w.state = 'waiting' ORDER BY w.id FOR UPDATE
-    ),
-    gone AS (
-      UPDATE job w SET state = 'cancelled', deps_pending = NULL, finished_at = at, updated_at = at
-      FROM locked l WHERE w.id = l.id
-      RETURNING w.id
-    )
-    INSERT INTO job_event (job_id, at, kind, detail)
-    SELECT g.id, at, 'cancelled', jsonb_build_object('from', 'waiting', 'reason', 'dependency-failed')
-    FROM gone g;
-  END IF;
-  WITH counts AS MATERIALIZED (
-    SELECT e.job_id, count(*)::int AS n FROM job_dependency e WHERE e.depends_on = ANY (ended) GROUP BY e.job_id
-  ),
-  locked AS MATERIALIZED (
-    SELECT w.id, c.n FROM job w JOIN counts c ON c.job_id = w.id WHERE w.state = 'waiting' ORDER BY w.id FOR UPDATE OF w
-  ),
-  upd AS (
-    UPDATE job w SET deps_pending = w.deps_pending - l.n,
-                     state = CASE WHEN w.deps_pending <= l.n THEN 'queued' ELSE 'waiting' END,
-                     updated_at = at
-    FROM locked l WHERE w.id = l.id AND w.state = 'waiting'
-    RETURNING w.state
-  )
-  SELECT count(*) INTO released FROM upd WHERE state = 'queued';
-  IF released > 0 THEN
-    PERFORM pg_notify('jobclock_jobs', '');
-  END IF;
-  RETURN NULL;
-END;
-$function$;
-
 CREATE OR REPLACE FUNCTION public.jobclock_duration_ms(value jsonb, field text)
  RETURNS bigint
  LANGUAGE plpgsql
@@ -698,6 +638,56 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_job_state_changed() FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_job_updated()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
+  k bigint;
+BEGIN
+  -- dependencies: the jobs waiting for the ones that ended are settled (jobclock_job_state_changed notes them)
+  IF coalesce(current_setting('jobclock.ended_dependencies', true), '') <> '' THEN
+    PERFORM jobclock_settle_dependencies();
+  END IF;
+  -- search: a job in a range already copied into job_search keeps its search row current there
+  IF top IS NOT NULL
+     AND EXISTS (SELECT 1 FROM jobclock_new n WHERE n.id < top AND n.state IN ('finished', 'failed', 'dropped', 'cancelled')) THEN
+    INSERT INTO job_search (id, type, group_, worker, args, text)
+      SELECT n.id, n.type, n.group_, n.worker, n.args, jobclock_search_text(n.args, n.subject, n.error)
+        FROM jobclock_new n
+       WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled')
+         AND n.id < top
+         AND n.id < (SELECT s.hi FROM job_search_sealed s WHERE s.lo <= n.id ORDER BY s.lo DESC LIMIT 1)
+    ON CONFLICT (id) DO UPDATE
+      SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text
+      WHERE (job_search.type, job_search.group_, job_search.worker, job_search.args, job_search.text)
+            IS DISTINCT FROM (EXCLUDED.type, EXCLUDED.group_, EXCLUDED.worker, EXCLUDED.args, EXCLUDED.text);
+  END IF;
+  -- webhooks: one outbox row per event kind and set of matching subscriptions (migration 0028)
+  IF EXISTS (SELECT 1 FROM webhook WHERE events && '{job.finished,job.failed,job.dropped,job.cancelled}'::text[]) THEN
+    INSERT INTO webhook_event (event, subjects, webhook_ids, at)
+      SELECT m.event, array_agg(m.id::text ORDER BY m.id), m.webhook_ids, m.finished_at
+        FROM (SELECT n.id, n.finished_at, e.event, array_agg(w.id ORDER BY w.id) AS webhook_ids
+                FROM jobclock_new n
+               CROSS JOIN LATERAL (SELECT 'job.' || n.state AS event) e
+                JOIN webhook w ON e.event = ANY (w.events)
+                              AND (w.filter_type IS NULL OR w.filter_type = n.type)
+                              AND (w.filter_group IS NULL OR w.filter_group = n.group_)
+                              AND (w.filter_task IS NULL OR w.filter_task = n.periodic_task_id)
+               WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled') AND n.finished_at = n.updated_at
+               GROUP BY n.id, n.finished_at, e.event) m
+       GROUP BY m.event, m.webhook_ids, m.finished_at;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    IF k > 0 THEN
+      PERFORM pg_notify('jobclock_deliveries', '');
+    END IF;
+  END IF;
+  RETURN NULL;
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_job_updated() FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.jobclock_lanes(p_types text[], p_groups text[], p_now timestamp with time zone, p_want integer, p_start integer, p_blocked_groups text[])
  RETURNS TABLE(type text, priority integer, group_ text, hash integer, first_run_at timestamp with time zone, first_id bigint)
  LANGUAGE plpgsql
@@ -845,15 +835,16 @@ REVOKE ALL ON FUNCTION public.jobclock_release_job_slots(p_job_id bigint, p_at t
 
 CREATE OR REPLACE FUNCTION public.jobclock_release_permits(ids bigint[], at timestamp with time zone)
  RETURNS bigint
- LANGUAGE sql
+ LANGUAGE plpgsql
  SET enable_seqscan TO 'off'
 AS $function$
-  WITH released AS (
-    UPDATE flow_slot s SET job_id = NULL, released_at = at
-    WHERE s.job_id = ANY (ids)
-    RETURNING 1
-  )
-  SELECT count(*) FROM released
+DECLARE
+  k bigint;
+BEGIN
+  UPDATE flow_slot s SET job_id = NULL, released_at = at WHERE s.job_id = ANY (ids);
+  GET DIAGNOSTICS k = ROW_COUNT;
+  RETURN k;
+END;
 $function$;
 
 CREATE OR REPLACE FUNCTION public.jobclock_search_flush()
@@ -907,30 +898,6 @@ BEGIN
     ON CONFLICT (id) DO UPDATE
       SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text;
   END IF;
-  RETURN NULL;
-END;
-$function$;
-
-CREATE OR REPLACE FUNCTION public.jobclock_search_on_update()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-DECLARE
-  top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
-BEGIN
-  IF top IS NULL THEN
-    RETURN NULL;
-  END IF;
-  INSERT INTO job_search (id, type, group_, worker, args, text)
-    SELECT n.id, n.type, n.group_, n.worker, n.args, jobclock_search_text(n.args, n.subject, n.error)
-      FROM jobclock_new n
-     WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled')
-       AND n.id < top
-       AND n.id < (SELECT s.hi FROM job_search_sealed s WHERE s.lo <= n.id ORDER BY s.lo DESC LIMIT 1)
-  ON CONFLICT (id) DO UPDATE
-    SET type = EXCLUDED.type, group_ = EXCLUDED.group_, worker = EXCLUDED.worker, args = EXCLUDED.args, text = EXCLUDED.text
-    WHERE (job_search.type, job_search.group_, job_search.worker, job_search.args, job_search.text)
-          IS DISTINCT FROM (EXCLUDED.type, EXCLUDED.group_, EXCLUDED.worker, EXCLUDED.args, EXCLUDED.text);
   RETURN NULL;
 END;
 $function$;
@@ -1058,35 +1025,65 @@ BEGIN
 END;
 $function$;
 
-CREATE OR REPLACE FUNCTION public.jobclock_webhook_job_events()
- RETURNS trigger
+CREATE OR REPLACE FUNCTION public.jobclock_settle_dependencies()
+ RETURNS void
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-  k bigint;
+  noted text := current_setting('jobclock.ended_dependencies', true);
+  ended bigint[];
+  bad bigint[];
+  at timestamptz;
+  released integer;
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM webhook WHERE events && '{job.finished,job.failed,job.dropped,job.cancelled}'::text[]) THEN
-    RETURN NULL;
+  IF noted IS NULL OR noted = '' THEN
+    RETURN;
   END IF;
-  INSERT INTO webhook_event (event, subjects, webhook_ids, at)
-    SELECT m.event, array_agg(m.id::text ORDER BY m.id), m.webhook_ids, m.finished_at
-      FROM (SELECT n.id, n.finished_at, e.event, array_agg(w.id ORDER BY w.id) AS webhook_ids
-              FROM jobclock_new n
-             CROSS JOIN LATERAL (SELECT 'job.' || n.state AS event) e
-              JOIN webhook w ON e.event = ANY (w.events)
-                            AND (w.filter_type IS NULL OR w.filter_type = n.type)
-                            AND (w.filter_group IS NULL OR w.filter_group = n.group_)
-                            AND (w.filter_task IS NULL OR w.filter_task = n.periodic_task_id)
-             WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled') AND n.finished_at = n.updated_at
-             GROUP BY n.id, n.finished_at, e.event) m
-     GROUP BY m.event, m.webhook_ids, m.finished_at;
-  GET DIAGNOSTICS k = ROW_COUNT;
-  IF k > 0 THEN
-    PERFORM pg_notify('jobclock_deliveries', '');
+  PERFORM set_config('jobclock.ended_dependencies', '', true);
+  SELECT array_agg(split_part(x, ':', 1)::bigint), array_agg(split_part(x, ':', 1)::bigint) FILTER (WHERE split_part(x, ':', 2) <> 'finished')
+    INTO ended, bad
+    FROM unnest(string_to_array(rtrim(noted, ','), ',')) AS x;
+  SELECT max(updated_at) INTO at FROM job WHERE id = ANY (ended);
+  IF bad IS NOT NULL THEN
+    WITH RECURSIVE doomed(id) AS (
+      SELECT e.job_id FROM job_dependency e JOIN job w ON w.id = e.job_id
+      WHERE e.depends_on = ANY (bad) AND w.state = 'waiting' AND NOT w.dependency_failure_runs
+      UNION
+      SELECT e.job_id FROM doomed d JOIN job_dependency e ON e.depends_on = d.id JOIN job w ON w.id = e.job_id
+      WHERE w.state = 'waiting' AND NOT w.dependency_failure_runs
+    ),
+    locked AS MATERIALIZED (
+      SELECT w.id FROM job w WHERE w.id IN (SELECT id FROM doomed) AND w.state = 'waiting' ORDER BY w.id FOR UPDATE
+    ),
+    gone AS (
+      UPDATE job w SET state = 'cancelled', deps_pending = NULL, finished_at = at, updated_at = at
+      FROM locked l WHERE w.id = l.id
+      RETURNING w.id
+    )
+    INSERT INTO job_event (job_id, at, kind, detail)
+    SELECT g.id, at, 'cancelled', jsonb_build_object('from', 'waiting', 'reason', 'dependency-failed')
+    FROM gone g;
   END IF;
-  RETURN NULL;
+  WITH counts AS MATERIALIZED (
+    SELECT e.job_id, count(*)::int AS n FROM job_dependency e WHERE e.depends_on = ANY (ended) GROUP BY e.job_id
+  ),
+  locked AS MATERIALIZED (
+    SELECT w.id, c.n FROM job w JOIN counts c ON c.job_id = w.id WHERE w.state = 'waiting' ORDER BY w.id FOR UPDATE OF w
+  ),
+  upd AS (
+    UPDATE job w SET deps_pending = w.deps_pending - l.n,
+                     state = CASE WHEN w.deps_pending <= l.n THEN 'queued' ELSE 'waiting' END,
+                     updated_at = at
+    FROM locked l WHERE w.id = l.id AND w.state = 'waiting'
+    RETURNING w.state
+  )
+  SELECT count(*) INTO released FROM upd WHERE state = 'queued';
+  IF released > 0 THEN
+    PERFORM pg_notify('jobclock_jobs', '');
+  END IF;
 END;
 $function$;
+REVOKE ALL ON FUNCTION public.jobclock_settle_dependencies() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.jobclock_webhook_task(t periodic_task, status text)
  RETURNS jsonb
@@ -1513,12 +1510,10 @@ CREATE INDEX webhook_delivery_webhook_idx ON public.webhook_delivery USING btree
 
 -- Triggers
 
-CREATE TRIGGER job_dependencies_settle AFTER UPDATE OF state ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_dependencies_settle();
 CREATE TRIGGER job_inserted_notify AFTER INSERT ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_notify_job_inserted();
 CREATE TRIGGER job_release_slots_on_delete AFTER DELETE ON public.job FOR EACH ROW WHEN (old.holds_slot) EXECUTE FUNCTION jobclock_release_deleted_slots();
 CREATE TRIGGER job_search_on_delete AFTER DELETE ON public.job REFERENCING OLD TABLE AS jobclock_gone FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_delete();
 CREATE TRIGGER job_search_on_insert AFTER INSERT ON public.job FOR EACH ROW WHEN ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))) EXECUTE FUNCTION jobclock_search_on_insert();
-CREATE TRIGGER job_search_on_update AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_update();
 CREATE TRIGGER job_state_changed AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN (((new.holds_slot OR new.has_dependents OR (new.periodic_task_id IS NOT NULL) OR new.watched) AND (new.state IS DISTINCT FROM old.state))) EXECUTE FUNCTION jobclock_job_state_changed();
-CREATE TRIGGER job_webhook_events AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_webhook_job_events();
+CREATE TRIGGER job_updated AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_job_updated();
 CREATE TRIGGER periodic_task_webhook_events BEFORE UPDATE OF consecutive_failures, last_success_at ON public.periodic_task FOR EACH ROW WHEN (((new.consecutive_failures IS DISTINCT FROM old.consecutive_failures) OR (new.last_success_at IS DISTINCT FROM old.last_success_at))) EXECUTE FUNCTION jobclock_webhook_task_events();
