@@ -5,6 +5,15 @@ import { laneCtes, laneWant, leaseLengthMs, moreCte } from './lease-lanes.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { ms } from './sql.js';
 
+/**
+ * The columns the claim sends back: not those it sets to what the caller knows (state, worker,
+ * started_at, updated_at, finished_at, progress) or to what follows from the row (lease_expires_at
+ * and deadline from lease_duration and timebox). Four timestamps fewer to format as text and parse
+ * again, on every leased job.
+ */
+const DERIVED = new Set<string>(['state', 'worker', 'lease_expires_at', 'started_at', 'deadline', 'finished_at', 'progress', 'updated_at']);
+const RETURNED = JOB_COLUMNS.filter((c) => !DERIVED.has(c));
+
 /** What the slim claim needs of a lease (see LeaseParams in lease.ts). */
 export interface SlimLeaseParams {
   now: Date;
@@ -101,11 +110,11 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
         updated_at = ${now}
       FROM assigned s
       WHERE j.id = s.id
-      RETURNING ${jobCols('j')}, s.slot
+      RETURNING ${sql.join(RETURNED.map((c) => sql.ref(`j.${c}`)))}, s.slot
     )
-    SELECT ${jobCols('l')}, l.slot, false AS fallback, false AS more, false AS contended FROM leased l
+    SELECT ${sql.join(RETURNED.map((c) => sql.ref(`l.${c}`)))}, l.slot, false AS fallback, false AS more, false AS contended FROM leased l
     UNION ALL
-    SELECT ${sql.join(JOB_COLUMNS.map(() => sql`NULL`))}, NULL, x.fallback, m.more, m.contended
+    SELECT ${sql.join(RETURNED.map(() => sql`NULL`))}, NULL, x.fallback, m.more, m.contended
     FROM special x, more m
     WHERE x.fallback OR m.more OR m.contended`;
   });
@@ -113,7 +122,19 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
   let more = false;
   let contended = false;
   for (const r of rows) {
-    if (r.id !== null) leased.push(leasedFromRow(r, null, Number(r.slot) - 1));
+    if (r.id !== null) {
+      // what the claim set, known here: not sent back
+      const lease = Number(r.lease_duration);
+      r.state = 'running';
+      r.worker = p.slots[Number(r.slot) - 1]!.worker;
+      r.lease_expires_at = new Date(p.now.getTime() + lease);
+      r.started_at = p.now;
+      r.deadline = r.timebox === null ? null : new Date(p.now.getTime() + Number(r.timebox));
+      r.finished_at = null;
+      r.progress = null;
+      r.updated_at = p.now;
+      leased.push(leasedFromRow(r, null, Number(r.slot) - 1));
+    }
     else if (r.fallback) return null;
     else {
       more = r.more;
