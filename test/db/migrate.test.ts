@@ -384,3 +384,62 @@ it('0032: what a change of state sets off still happens, from one trigger, for j
     },
   );
 });
+
+it('0033: dependencies, search rows of copied ranges and webhook events still follow an update, from one statement trigger', async () => {
+  let ids: Record<'dep' | 'waiting' | 'old', string> | null = null;
+  await acrossMigration(
+    '0033',
+    async (db) => {
+      // a final job in a range copied into job_search (0030 seals the ids given out)
+      const old = await db.pool.query<{ id: string }>(
+        `INSERT INTO job (type, args, subject, state, run_at, finished_at) VALUES ('mail', '{"customer":"old"}', 'first words', 'finished', now(), now())
+         RETURNING id::text AS id`,
+      );
+      await db.pool.query(
+        `INSERT INTO job_search_sealed (lo, hi, copied_at) VALUES (0, $1::bigint + 1, now())
+         ON CONFLICT (lo) DO UPDATE SET hi = EXCLUDED.hi, copied_at = EXCLUDED.copied_at`,
+        [old.rows[0]!.id],
+      );
+      await db.pool.query(
+        `INSERT INTO job_search (id, type, group_, worker, args, text)
+         SELECT id, type, group_, worker, args, jobclock_search_text(args, subject, error) FROM job WHERE id = $1`,
+        [old.rows[0]!.id],
+      );
+      const dep = await db.pool.query<{ id: string }>(
+        `INSERT INTO job (type, state, run_at, worker, lease_token, lease_expires_at, lease_duration, started_at, attempts, has_dependents)
+         VALUES ('m', 'running', now(), 'w', gen_random_uuid(), now() + interval '1 minute', 60000, now(), 1, true) RETURNING id::text AS id`,
+      );
+      const waiting = await db.pool.query<{ id: string }>(
+        `INSERT INTO job (type, state, run_at, after_ids, deps_pending) VALUES ('m', 'waiting', now(), ARRAY[$1::bigint], 1) RETURNING id::text AS id`,
+        [dep.rows[0]!.id],
+      );
+      ids = { dep: dep.rows[0]!.id, waiting: waiting.rows[0]!.id, old: old.rows[0]!.id };
+      await db.pool.query(`INSERT INTO job_dependency (depends_on, job_id) VALUES ($1, $2)`, [ids.dep, ids.waiting]);
+      await db.pool.query(
+        `INSERT INTO webhook (url, events, secret, created_at, updated_at) VALUES ('http://127.0.0.1:1/hook', '{job.finished}', 'plain:s', now(), now())`,
+      );
+    },
+    async (db) => {
+      const { dep, waiting, old } = ids!;
+      const triggers = await db.pool.query<{ tgname: string }>(
+        `SELECT tgname FROM pg_trigger WHERE tgrelid = 'job'::regclass AND NOT tgisinternal AND tgtype & 1 = 0 AND tgtype & 16 <> 0 ORDER BY 1`,
+      );
+      expect(triggers.rows.map((r) => r.tgname)).toEqual(['job_updated']); // the one statement trigger on UPDATE
+      await db.pool.query(`UPDATE job SET state = 'finished', finished_at = now(), updated_at = now() WHERE id = $1`, [dep]);
+      expect((await db.pool.query(`SELECT state, deps_pending FROM job WHERE id = $1`, [waiting])).rows).toEqual([
+        { state: 'queued', deps_pending: 0 },
+      ]);
+      const events = await db.pool.query(`SELECT event, subjects FROM webhook_event`);
+      expect(events.rows).toEqual([{ event: 'job.finished', subjects: [dep] }]);
+      // a change to a job of a copied range reaches its search row
+      await db.pool.query(`UPDATE job SET subject = 'other words', updated_at = now() WHERE id = $1`, [old]);
+      const text = await db.pool.query<{ text: string }>(`SELECT text FROM job_search WHERE id = $1`, [old]);
+      expect(text.rows[0]!.text).toContain('other words');
+      expect(text.rows[0]!.text).not.toContain('first words');
+      // and an update that ends nothing records no event and writes no search row
+      await db.pool.query(`UPDATE job SET priority = 1 WHERE id = $1`, [waiting]);
+      expect((await db.pool.query(`SELECT count(*)::int AS n FROM webhook_event`)).rows[0].n).toBe(1);
+      expect((await db.pool.query(`SELECT count(*)::int AS n FROM job_search WHERE id <> $1`, [old])).rows[0].n).toBe(0);
+    },
+  );
+});
