@@ -646,6 +646,12 @@ DECLARE
   top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
   k bigint;
 BEGIN
+  -- a statement that only marks jobs as depended on (repositories/job/dependencies.ts) changes
+  -- nothing looked at here; on a job that has ended it would read as the end happening again
+  IF current_setting('jobclock.marking', true) = 'on' THEN
+    PERFORM set_config('jobclock.marking', '', true);
+    RETURN NULL;
+  END IF;
   -- dependencies: the jobs waiting for the ones that ended are settled (jobclock_job_state_changed notes them)
   IF coalesce(current_setting('jobclock.ended_dependencies', true), '') <> '' THEN
     PERFORM jobclock_settle_dependencies();

@@ -103,6 +103,20 @@ it('sends an event to the subscriptions that matched when it happened, not to on
   expect(await count('webhook_delivery')).toBe(1);
 });
 
+it('sends a job that ended once, however many jobs name it in after later', async () => {
+  const hook = await subscribe();
+  const [done] = await finish(1, 'ended');
+  const before = (await api.get(`/jobs/${done}`, admin)).body;
+  for (let i = 0; i < 2; i++) {
+    const res = await api.post('/jobs', { type: 'next', after: [done] }, admin);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.state).toBe('queued');
+  }
+  expect((await deliveries(hook)).map((d) => d.event)).toEqual(['job.finished']);
+  // the ended job itself is as it was
+  expect((await api.get(`/jobs/${done}`, admin)).body).toEqual(before);
+});
+
 it('turns only as many events into deliveries as a claim has room for', async () => {
   await subscribe();
   for (let i = 0; i < 5; i++) await finish(10);

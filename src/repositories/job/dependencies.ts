@@ -13,9 +13,17 @@ import { insertedJob, type JobInsertRow } from './insert.js';
  */
 export async function jobMarkDependedOn(db: Executor, ids: readonly string[]): Promise<Map<string, JobState>> {
   if (ids.length === 0) return new Map();
+  // The mark changes nothing the statement trigger looks at, and on a job that has ended, an update
+  // would read to it as the end happening again (a second webhook event): jobclock.marking tells it
+  // to stand aside for this statement (it clears the setting). Rows already marked are not written.
   const { rows } = await sql<{ id: string; state: JobState }>`
-    WITH locked AS MATERIALIZED (SELECT id FROM job WHERE id = ANY (${ids}::bigint[]) ORDER BY id FOR UPDATE)
-    UPDATE job j SET has_dependents = true FROM locked l WHERE j.id = l.id RETURNING j.id::text AS id, j.state`.execute(db.kysely);
+    WITH quiet AS MATERIALIZED (SELECT set_config('jobclock.marking', 'on', true) AS marking),
+    locked AS MATERIALIZED (
+      SELECT job.id, job.state, job.has_dependents FROM job, quiet
+      WHERE job.id = ANY (${ids}::bigint[]) ORDER BY job.id FOR UPDATE OF job
+    ),
+    marked AS (UPDATE job j SET has_dependents = true FROM locked l WHERE j.id = l.id AND NOT l.has_dependents)
+    SELECT l.id::text AS id, l.state FROM locked l`.execute(db.kysely);
   return new Map(rows.map((r) => [r.id, r.state]));
 }
 
