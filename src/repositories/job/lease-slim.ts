@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
 import { laneCtes, laneWant, leaseLengthMs, moreCte } from './lease-lanes.js';
-import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
+import { JOB_COLUMNS, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { ms } from './sql.js';
 
 /**
@@ -134,8 +134,7 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
       r.progress = null;
       r.updated_at = p.now;
       leased.push(leasedFromRow(r, null, Number(r.slot) - 1));
-    }
-    else if (r.fallback) return null;
+    } else if (r.fallback) return null;
     else {
       more = r.more;
       contended = r.contended;
