@@ -22,8 +22,9 @@
 --
 -- Fixed on the way: marking an ended job as depended on (a new job naming it in `after`) updated
 -- its row, and the webhook trigger took the row (final, finished_at = updated_at) for a job that
--- had just ended: a second job.finished event. That statement now sets jobclock.marking, and the
--- trigger stands aside for it. A one-job report statement cost
+-- had just ended: a second job.finished event; so did deleting a periodic task, whose foreign key
+-- sets the task's jobs' periodic_task_id to NULL. Those statements now set
+-- jobclock.quiet_statement to their start time, and the trigger stands aside for them. A one-job report statement cost
 -- PostgreSQL 4–8 % less CPU in lockstep with pg-boss 12 (bench/hot-statements.ts,
 -- HOT_REPORT_EACH=1, variant before-0033).
 
@@ -102,10 +103,11 @@ DECLARE
   top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
   k bigint;
 BEGIN
-  -- a statement that only marks jobs as depended on (repositories/job/dependencies.ts) changes
-  -- nothing looked at here; on a job that has ended it would read as the end happening again
-  IF current_setting('jobclock.marking', true) = 'on' THEN
-    PERFORM set_config('jobclock.marking', '', true);
+  -- a statement that only relinks jobs (marks them as depended on, or detaches them from a deleted
+  -- periodic task) changes nothing looked at here, and on a job that has ended it would read as
+  -- the end happening again: it names itself by its start time (the same for the statements its
+  -- triggers and foreign keys run, different for the next statement of the transaction)
+  IF current_setting('jobclock.quiet_statement', true) = statement_timestamp()::text THEN
     RETURN NULL;
   END IF;
   -- dependencies: the jobs waiting for the ones that ended are settled (jobclock_job_state_changed notes them)

@@ -646,10 +646,11 @@ DECLARE
   top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
   k bigint;
 BEGIN
-  -- a statement that only marks jobs as depended on (repositories/job/dependencies.ts) changes
-  -- nothing looked at here; on a job that has ended it would read as the end happening again
-  IF current_setting('jobclock.marking', true) = 'on' THEN
-    PERFORM set_config('jobclock.marking', '', true);
+  -- a statement that only relinks jobs (marks them as depended on, or detaches them from a deleted
+  -- periodic task) changes nothing looked at here, and on a job that has ended it would read as
+  -- the end happening again: it names itself by its start time (the same for the statements its
+  -- triggers and foreign keys run, different for the next statement of the transaction)
+  IF current_setting('jobclock.quiet_statement', true) = statement_timestamp()::text THEN
     RETURN NULL;
   END IF;
   -- dependencies: the jobs waiting for the ones that ended are settled (jobclock_job_state_changed notes them)

@@ -7,7 +7,7 @@ import type { DeliveryEngine } from '../../src/scheduler/delivery-engine.js';
 import { bearer } from '../support/app.js';
 import type { TestDatabase } from '../support/db.js';
 import { useJobsApi } from '../support/fixture.js';
-import type { JobsApi } from './jobs-support.js';
+import { insertTask, insertTaskJob, type JobsApi } from './jobs-support.js';
 import { type Receiver, useReceiverAndEngine } from './webhooks-support.js';
 
 /**
@@ -115,6 +115,19 @@ it('sends a job that ended once, however many jobs name it in after later', asyn
   expect((await deliveries(hook)).map((d) => d.event)).toEqual(['job.finished']);
   // the ended job itself is as it was
   expect((await api.get(`/jobs/${done}`, admin)).body).toEqual(before);
+});
+
+it('sends the jobs of a periodic task that ended once, even when the task is deleted later', async () => {
+  const hook = await subscribe();
+  await insertTask(tdb.db, { id: 'gone' });
+  await insertTaskJob(tdb.db, { taskId: 'gone', runAt: new Date(T0) });
+  const [job] = await api.lease({ worker: 'w', types: ['task.gone'] });
+  expect((await api.post(`/jobs/${job!.id}/finished`, { leaseToken: job!.leaseToken }, worker)).status).toBe(200);
+  expect((await deliveries(hook)).map((d) => d.event)).toEqual(['job.finished']);
+  const del = await api.stack.app.inject({ method: 'DELETE', url: '/periodic-tasks/gone', headers: { authorization: admin } });
+  expect(del.statusCode).toBe(204);
+  expect((await deliveries(hook)).map((d) => d.event)).toEqual(['job.finished']);
+  expect((await api.get(`/jobs/${job!.id}`, admin)).body.periodicTaskId).toBeNull();
 });
 
 it('turns only as many events into deliveries as a claim has room for', async () => {

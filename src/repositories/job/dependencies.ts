@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import type { DependencyOutcome, Job, JobState } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
+import { QUIET_STATEMENT } from './sql.js';
 import { INSERT_COLUMNS, insertRecords } from './insert-many.js';
 import { insertedJob, type JobInsertRow } from './insert.js';
 
@@ -14,10 +15,10 @@ import { insertedJob, type JobInsertRow } from './insert.js';
 export async function jobMarkDependedOn(db: Executor, ids: readonly string[]): Promise<Map<string, JobState>> {
   if (ids.length === 0) return new Map();
   // The mark changes nothing the statement trigger looks at, and on a job that has ended, an update
-  // would read to it as the end happening again (a second webhook event): jobclock.marking tells it
-  // to stand aside for this statement (it clears the setting). Rows already marked are not written.
+  // would read to it as the end happening again (a second webhook event): the statement asks it to
+  // stand aside (QUIET_STATEMENT). Rows already marked are not written.
   const { rows } = await sql<{ id: string; state: JobState }>`
-    WITH quiet AS MATERIALIZED (SELECT set_config('jobclock.marking', 'on', true) AS marking),
+    WITH quiet AS MATERIALIZED (SELECT ${QUIET_STATEMENT} AS quiet),
     locked AS MATERIALIZED (
       SELECT job.id, job.state, job.has_dependents FROM job, quiet
       WHERE job.id = ANY (${ids}::bigint[]) ORDER BY job.id FOR UPDATE OF job
