@@ -130,6 +130,20 @@ it('sends the jobs of a periodic task that ended once, even when the task is del
   expect((await api.get(`/jobs/${job!.id}`, admin)).body.periodicTaskId).toBeNull();
 });
 
+it('sends the jobs of several periodic tasks deleted by their owner once each', async () => {
+  const hook = await subscribe();
+  for (const id of ['o-1', 'o-2']) {
+    await insertTask(tdb.db, { id });
+    await insertTaskJob(tdb.db, { taskId: id, runAt: new Date(T0) });
+    const [job] = await api.lease({ worker: 'w', types: [`task.${id}`] });
+    expect((await api.post(`/jobs/${job!.id}/finished`, { leaseToken: job!.leaseToken }, worker)).status).toBe(200);
+  }
+  await tdb.db.pool.query(`UPDATE periodic_task SET owner = 'tenant-9' WHERE id IN ('o-1', 'o-2')`);
+  const del = await api.stack.app.inject({ method: 'DELETE', url: '/periodic-tasks?owner=tenant-9', headers: { authorization: admin } });
+  expect(del.json()).toEqual({ deleted: 2 });
+  expect((await deliveries(hook)).map((d) => d.event)).toEqual(['job.finished', 'job.finished']);
+});
+
 it('turns only as many events into deliveries as a claim has room for', async () => {
   await subscribe();
   for (let i = 0; i < 5; i++) await finish(10);
