@@ -18,15 +18,15 @@
 -- do: the dependencies part whether anything was noted, the search part whether a final job below
 -- the copied ranges' top is among the rows, the webhook part (as before) whether any webhook
 -- subscribes to job events. They run in the order the three triggers ran (by name). And the
--- permit release is PL/pgSQL, whose plan a connection keeps.
+-- permit release is PL/pgSQL, whose plan a connection keeps. A one-job report statement cost
+-- PostgreSQL 4–8 % less CPU in lockstep with pg-boss 12 (bench/hot-statements.ts,
+-- HOT_REPORT_EACH=1, variant before-0033).
 --
 -- Fixed on the way: marking an ended job as depended on (a new job naming it in `after`) updated
 -- its row, and the webhook trigger took the row (final, finished_at = updated_at) for a job that
 -- had just ended: a second job.finished event; so did deleting a periodic task, whose foreign key
 -- sets the task's jobs' periodic_task_id to NULL. Those statements now set
--- jobclock.quiet_statement to their start time, and the trigger stands aside for them. A one-job report statement cost
--- PostgreSQL 4–8 % less CPU in lockstep with pg-boss 12 (bench/hot-statements.ts,
--- HOT_REPORT_EACH=1, variant before-0033).
+-- jobclock.quiet_statement to their start time, and the trigger stands aside for them.
 
 -- the body of jobclock_dependencies_settle (migration 0026), as a function the trigger calls
 CREATE FUNCTION jobclock_settle_dependencies() RETURNS void
