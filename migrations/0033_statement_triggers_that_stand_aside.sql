@@ -22,11 +22,12 @@
 -- PostgreSQL 4–8 % less CPU in lockstep with pg-boss 12 (bench/hot-statements.ts,
 -- HOT_REPORT_EACH=1, variant before-0033).
 --
--- Fixed on the way: marking an ended job as depended on (a new job naming it in `after`) updated
--- its row, and the webhook trigger took the row (final, finished_at = updated_at) for a job that
--- had just ended: a second job.finished event; so did deleting a periodic task, whose foreign key
--- sets the task's jobs' periodic_task_id to NULL. Those statements now set
--- jobclock.quiet_statement to their start time, and the trigger stands aside for them.
+-- Fixed on the way: the webhook part took a final row whose finished_at equals its updated_at for
+-- a job that had just ended. An update of an ended row that ends nothing — marking it as depended
+-- on (a new job naming it in `after`), or detaching it from a deleted periodic task (the foreign
+-- key sets periodic_task_id to NULL) — sent it to the webhooks a second time. The trigger now sees
+-- the rows as they were too (OLD TABLE; no cost that bench/hot-statements.ts could tell apart from
+-- its noise), and a job ends in the statement whose update moves it into a final state.
 
 -- the body of jobclock_dependencies_settle (migration 0026), as a function the trigger calls
 CREATE FUNCTION jobclock_settle_dependencies() RETURNS void
@@ -103,13 +104,6 @@ DECLARE
   top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
   k bigint;
 BEGIN
-  -- a statement that only relinks jobs (marks them as depended on, or detaches them from a deleted
-  -- periodic task) changes nothing looked at here, and on a job that has ended it would read as
-  -- the end happening again: it names itself by its start time (the same for the statements its
-  -- triggers and foreign keys run, different for the next statement of the transaction)
-  IF current_setting('jobclock.quiet_statement', true) = statement_timestamp()::text THEN
-    RETURN NULL;
-  END IF;
   -- dependencies: the jobs waiting for the ones that ended are settled (jobclock_job_state_changed notes them)
   IF coalesce(current_setting('jobclock.ended_dependencies', true), '') <> '' THEN
     PERFORM jobclock_settle_dependencies();
@@ -128,18 +122,20 @@ BEGIN
       WHERE (job_search.type, job_search.group_, job_search.worker, job_search.args, job_search.text)
             IS DISTINCT FROM (EXCLUDED.type, EXCLUDED.group_, EXCLUDED.worker, EXCLUDED.args, EXCLUDED.text);
   END IF;
-  -- webhooks: one outbox row per event kind and set of matching subscriptions (migration 0028)
+  -- webhooks: one outbox row per event kind and set of matching subscriptions (migration 0028), for
+  -- the jobs this statement moved into a final state
   IF EXISTS (SELECT 1 FROM webhook WHERE events && '{job.finished,job.failed,job.dropped,job.cancelled}'::text[]) THEN
     INSERT INTO webhook_event (event, subjects, webhook_ids, at)
       SELECT m.event, array_agg(m.id::text ORDER BY m.id), m.webhook_ids, m.finished_at
         FROM (SELECT n.id, n.finished_at, e.event, array_agg(w.id ORDER BY w.id) AS webhook_ids
                 FROM jobclock_new n
+                JOIN jobclock_old o ON o.id = n.id
                CROSS JOIN LATERAL (SELECT 'job.' || n.state AS event) e
                 JOIN webhook w ON e.event = ANY (w.events)
                               AND (w.filter_type IS NULL OR w.filter_type = n.type)
                               AND (w.filter_group IS NULL OR w.filter_group = n.group_)
                               AND (w.filter_task IS NULL OR w.filter_task = n.periodic_task_id)
-               WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled') AND n.finished_at = n.updated_at
+               WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled') AND n.state IS DISTINCT FROM o.state
                GROUP BY n.id, n.finished_at, e.event) m
        GROUP BY m.event, m.webhook_ids, m.finished_at;
     GET DIAGNOSTICS k = ROW_COUNT;
@@ -157,7 +153,7 @@ REVOKE ALL ON FUNCTION jobclock_settle_dependencies() FROM PUBLIC;
 DROP TRIGGER job_dependencies_settle ON job;
 DROP TRIGGER job_search_on_update ON job;
 DROP TRIGGER job_webhook_events ON job;
-CREATE TRIGGER job_updated AFTER UPDATE ON job REFERENCING NEW TABLE AS jobclock_new
+CREATE TRIGGER job_updated AFTER UPDATE ON job REFERENCING OLD TABLE AS jobclock_old NEW TABLE AS jobclock_new
   FOR EACH STATEMENT EXECUTE FUNCTION jobclock_job_updated();
 
 -- Only their triggers called the three functions.

@@ -646,13 +646,6 @@ DECLARE
   top bigint := (SELECT hi FROM job_search_sealed ORDER BY lo DESC LIMIT 1);
   k bigint;
 BEGIN
-  -- a statement that only relinks jobs (marks them as depended on, or detaches them from a deleted
-  -- periodic task) changes nothing looked at here, and on a job that has ended it would read as
-  -- the end happening again: it names itself by its start time (the same for the statements its
-  -- triggers and foreign keys run, different for the next statement of the transaction)
-  IF current_setting('jobclock.quiet_statement', true) = statement_timestamp()::text THEN
-    RETURN NULL;
-  END IF;
   -- dependencies: the jobs waiting for the ones that ended are settled (jobclock_job_state_changed notes them)
   IF coalesce(current_setting('jobclock.ended_dependencies', true), '') <> '' THEN
     PERFORM jobclock_settle_dependencies();
@@ -671,18 +664,20 @@ BEGIN
       WHERE (job_search.type, job_search.group_, job_search.worker, job_search.args, job_search.text)
             IS DISTINCT FROM (EXCLUDED.type, EXCLUDED.group_, EXCLUDED.worker, EXCLUDED.args, EXCLUDED.text);
   END IF;
-  -- webhooks: one outbox row per event kind and set of matching subscriptions (migration 0028)
+  -- webhooks: one outbox row per event kind and set of matching subscriptions (migration 0028), for
+  -- the jobs this statement moved into a final state
   IF EXISTS (SELECT 1 FROM webhook WHERE events && '{job.finished,job.failed,job.dropped,job.cancelled}'::text[]) THEN
     INSERT INTO webhook_event (event, subjects, webhook_ids, at)
       SELECT m.event, array_agg(m.id::text ORDER BY m.id), m.webhook_ids, m.finished_at
         FROM (SELECT n.id, n.finished_at, e.event, array_agg(w.id ORDER BY w.id) AS webhook_ids
                 FROM jobclock_new n
+                JOIN jobclock_old o ON o.id = n.id
                CROSS JOIN LATERAL (SELECT 'job.' || n.state AS event) e
                 JOIN webhook w ON e.event = ANY (w.events)
                               AND (w.filter_type IS NULL OR w.filter_type = n.type)
                               AND (w.filter_group IS NULL OR w.filter_group = n.group_)
                               AND (w.filter_task IS NULL OR w.filter_task = n.periodic_task_id)
-               WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled') AND n.finished_at = n.updated_at
+               WHERE n.state IN ('finished', 'failed', 'dropped', 'cancelled') AND n.state IS DISTINCT FROM o.state
                GROUP BY n.id, n.finished_at, e.event) m
        GROUP BY m.event, m.webhook_ids, m.finished_at;
     GET DIAGNOSTICS k = ROW_COUNT;
@@ -1522,5 +1517,5 @@ CREATE TRIGGER job_release_slots_on_delete AFTER DELETE ON public.job FOR EACH R
 CREATE TRIGGER job_search_on_delete AFTER DELETE ON public.job REFERENCING OLD TABLE AS jobclock_gone FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_delete();
 CREATE TRIGGER job_search_on_insert AFTER INSERT ON public.job FOR EACH ROW WHEN ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))) EXECUTE FUNCTION jobclock_search_on_insert();
 CREATE TRIGGER job_state_changed AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN (((new.holds_slot OR new.has_dependents OR (new.periodic_task_id IS NOT NULL) OR new.watched) AND (new.state IS DISTINCT FROM old.state))) EXECUTE FUNCTION jobclock_job_state_changed();
-CREATE TRIGGER job_updated AFTER UPDATE ON public.job REFERENCING NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_job_updated();
+CREATE TRIGGER job_updated AFTER UPDATE ON public.job REFERENCING OLD TABLE AS jobclock_old NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_job_updated();
 CREATE TRIGGER periodic_task_webhook_events BEFORE UPDATE OF consecutive_failures, last_success_at ON public.periodic_task FOR EACH ROW WHEN (((new.consecutive_failures IS DISTINCT FROM old.consecutive_failures) OR (new.last_success_at IS DISTINCT FROM old.last_success_at))) EXECUTE FUNCTION jobclock_webhook_task_events();

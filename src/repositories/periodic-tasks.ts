@@ -3,7 +3,7 @@
  * statements of periodic tasks (trigger, backfill, policy replace) are under job/.
  * Every "now" is a parameter (the caller's Clock), never the database's now().
  */
-import { type Insertable, type RawBuilder, type Selectable, sql, type Updateable } from 'kysely';
+import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Executor } from '../db/executor.js';
 import type { PeriodicTaskTable } from '../db/schema.js';
 import { CHANNELS } from '../db/notifications.js';
@@ -11,7 +11,6 @@ import { isUniqueViolation } from '../db/pg-errors.js';
 import type { ConcurrencyPolicy, MisfirePolicy, PeriodicTask } from '../domain/periodic-task.js';
 import type { HealthStatus } from '../domain/task-health.js';
 import { replacedEvents, replacedSet } from './job/replaced.js';
-import { QUIET_STATEMENT } from './job/sql.js';
 import type { TaskSubmission } from './job/submit-for-task.js';
 
 export type { TaskSubmission };
@@ -183,25 +182,14 @@ export async function taskPatch(db: Executor, id: string, values: Partial<TaskVa
   return row ? withoutNotified(row) : null;
 }
 
-/**
- * Deletes tasks; their jobs stay, detached (the foreign key sets periodic_task_id to NULL). The
- * detaching update ends no job, and the statement says so to job's statement trigger
- * (QUIET_STATEMENT): to it, a job that ended in the reporting statement looks like one ending now.
- */
-async function deleteTasks(db: Executor, where: RawBuilder<unknown>): Promise<number> {
-  const { rows } = await sql<{ n: number }>`
-    WITH quiet AS MATERIALIZED (SELECT ${QUIET_STATEMENT} AS quiet),
-    gone AS (DELETE FROM periodic_task t WHERE ${where} AND EXISTS (SELECT 1 FROM quiet) RETURNING 1)
-    SELECT count(*)::int AS n FROM gone`.execute(db.kysely);
-  return rows[0]?.n ?? 0;
-}
-
 export async function taskDelete(db: Executor, id: string): Promise<boolean> {
-  return (await deleteTasks(db, sql`t.id = ${id}`)) > 0;
+  const r = await db.kysely.deleteFrom('periodic_task').where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
 }
 
 export async function taskDeleteByOwner(db: Executor, owner: string): Promise<number> {
-  return deleteTasks(db, sql`t.owner = ${owner}`);
+  const r = await db.kysely.deleteFrom('periodic_task').where('owner', '=', owner).executeTakeFirst();
+  return Number(r.numDeletedRows);
 }
 
 /** A due task taken by taskTakeDue: what the scheduler needs to submit and advance it. */

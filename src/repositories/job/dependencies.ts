@@ -2,7 +2,6 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import type { DependencyOutcome, Job, JobState } from '../../domain/job.js';
 import { compiledOnce } from './compile.js';
-import { QUIET_STATEMENT } from './sql.js';
 import { INSERT_COLUMNS, insertRecords } from './insert-many.js';
 import { insertedJob, type JobInsertRow } from './insert.js';
 
@@ -14,14 +13,10 @@ import { insertedJob, type JobInsertRow } from './insert.js';
  */
 export async function jobMarkDependedOn(db: Executor, ids: readonly string[]): Promise<Map<string, JobState>> {
   if (ids.length === 0) return new Map();
-  // The mark changes nothing the statement trigger looks at, and on a job that has ended, an update
-  // would read to it as the end happening again (a second webhook event): the statement asks it to
-  // stand aside (QUIET_STATEMENT). Rows already marked are not written.
+  // a job already marked is not written again
   const { rows } = await sql<{ id: string; state: JobState }>`
-    WITH quiet AS MATERIALIZED (SELECT ${QUIET_STATEMENT} AS quiet),
-    locked AS MATERIALIZED (
-      SELECT job.id, job.state, job.has_dependents FROM job, quiet
-      WHERE job.id = ANY (${ids}::bigint[]) ORDER BY job.id FOR UPDATE OF job
+    WITH locked AS MATERIALIZED (
+      SELECT id, state, has_dependents FROM job WHERE id = ANY (${ids}::bigint[]) ORDER BY id FOR UPDATE
     ),
     marked AS (UPDATE job j SET has_dependents = true FROM locked l WHERE j.id = l.id AND NOT l.has_dependents)
     SELECT l.id::text AS id, l.state FROM locked l`.execute(db.kysely);

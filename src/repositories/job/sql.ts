@@ -44,10 +44,3 @@ export const retryEvents = (now: Date, actor: string | null, bulk: boolean) => s
   SELECT old.id, ${now}, 'retried', ${actor},
          jsonb_strip_nulls(jsonb_build_object('from', old.state, 'error', old.error, 'bulk', ${bulk ? sql`true` : sql`NULL::boolean`}))
   FROM old JOIN upd u ON u.id = old.id`;
-
-/**
- * Asks the statement trigger on job (migration 0033) to stand aside for the rest of this statement
- * (and what its triggers and foreign keys run): for statements that relink jobs without ending any,
- * whose updates of ended rows would otherwise read to it as those jobs ending again.
- */
-export const QUIET_STATEMENT = sql`set_config('jobclock.quiet_statement', statement_timestamp()::text, true)`;
