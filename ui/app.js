@@ -73,7 +73,7 @@ function showWho() {
 // Views
 
 const views = {
-  async overview() {
+  async overview(_params, _arg, out) {
     const [types, groups, tp] = await Promise.all([
       get('/types?limit=1000'),
       get('/groups?limit=1000'),
@@ -98,13 +98,13 @@ const views = {
         ? `<p class="muted">No ${kind} has open jobs or a policy.</p>`
         : `<table id="${kind}s"><thead><tr><th>${kind}</th><th class="num">queued</th><th class="num">scheduled</th><th class="num">running</th><th class="num">oldest waiting</th><th>limits</th><th></th></tr></thead>
           <tbody>${items.map((v) => row(kind, v)).join('')}</tbody></table>`;
-    main.innerHTML = `
+    out.innerHTML = `
       <section><h1>Throughput <small class="muted">last 30 minutes, per minute</small></h1>${chart(tp.buckets)}</section>
       <section><h1>Types</h1>${table('type', types.items)}${types.nextCursor ? '<p class="muted">More types than shown (1000).</p>' : ''}</section>
       <section><h1>Groups</h1>${table('group', groups.items)}${groups.nextCursor ? '<p class="muted">More groups than shown (1000).</p>' : ''}</section>`;
   },
 
-  async jobs(params) {
+  async jobs(params, _arg, out) {
     const filter = {};
     for (const k of ['state', 'type', 'group', 'periodicTaskId', 'q', 'argsContains', 'worker'])
       if (params.get(k)) filter[k] = params.get(k);
@@ -123,7 +123,7 @@ const views = {
     const input = (k, label, ph = '') =>
       `<label>${label} <input name="${k}" value="${esc(filter[k] ?? '')}" placeholder="${esc(ph)}" /></label>`;
     const retryable = ['failed', 'dropped', 'cancelled'].includes(filter.state);
-    main.innerHTML = `
+    out.innerHTML = `
       <h1>Jobs</h1>
       <form id="job-filter" class="filters">
         <label>state <select name="state">${states.map((s) => `<option value="${s}"${filter.state === s ? ' selected' : ''}>${s || 'any'}</option>`).join('')}</select></label>
@@ -157,14 +157,14 @@ const views = {
       <p>${cursor ? `<a href="#/jobs${esc(qs(filter))}">First page</a> ` : ''}${page.nextCursor ? `<a id="next-page" href="#/jobs${esc(qs({ ...filter, cursor: page.nextCursor }))}">Next page →</a>` : ''}</p>`;
   },
 
-  async job(_params, id) {
+  async job(_params, id, out) {
     const [job, events, graph] = await Promise.all([
       get(`/jobs/${enc(id)}`),
       get(`/jobs/${enc(id)}/events`),
       get(`/jobs/${enc(id)}/graph`),
     ]);
     const field = (k, v) => `<tr><th>${k}</th><td>${v}</td></tr>`;
-    main.innerHTML = `
+    out.innerHTML = `
       <h1>Job ${esc(job.id)} <span class="badge ${esc(job.state)}" id="job-state">${esc(job.state)}</span></h1>
       <p class="actions">
         <button data-action="retry" data-id="${esc(job.id)}" ${['failed', 'dropped', 'cancelled'].includes(job.state) ? '' : 'disabled'}>Retry</button>
@@ -198,7 +198,7 @@ const views = {
       </tbody></table>`;
   },
 
-  async tasks(params) {
+  async tasks(params, _arg, out) {
     const cursor = params.get('cursor') ?? undefined;
     const filter = {
       task: params.get('task') || undefined,
@@ -207,7 +207,7 @@ const views = {
     };
     // with each task's last 24 slots, read for the whole page in one request
     const page = await get(`/periodic-tasks${qs({ ...filter, limit: 100, cursor, runs: 24 })}`);
-    main.innerHTML = `
+    out.innerHTML = `
       <h1>Periodic tasks</h1>
       <form id="task-filter" class="filters">
         <label>job type <input name="task" value="${esc(filter.task ?? '')}" /></label>
@@ -224,7 +224,7 @@ const views = {
       <p>${page.nextCursor ? `<a id="next-page" href="#/tasks${esc(qs({ ...filter, cursor: page.nextCursor }))}">Next page →</a>` : ''}</p>`;
   },
 
-  async task(_params, id) {
+  async task(_params, id, out) {
     const [t, runs] = await Promise.all([get(`/periodic-tasks/${enc(id)}`), get(`/periodic-tasks/${enc(id)}/runs?limit=60`)]);
     let preview;
     try {
@@ -238,7 +238,7 @@ const views = {
       preview = { kind: '?', next: [], error: err };
     }
     const field = (k, v) => `<tr><th>${k}</th><td>${v}</td></tr>`;
-    main.innerHTML = `
+    out.innerHTML = `
       <h1>Periodic task ${esc(t.id)} ${healthBadge(t.health)}</h1>
       <p class="actions">${taskActions(t)} <a href="#/jobs${esc(qs({ periodicTaskId: t.id }))}">its jobs</a></p>
       <h2>Recent slots</h2>
@@ -388,8 +388,13 @@ function route() {
   if (parts[0] === 'jobs') return { name: 'jobs', view: views.jobs, params, nav: 'jobs' };
   if (parts[0] === 'tasks' && parts[1]) return { name: 'task', view: views.task, params, arg: parts[1], nav: 'tasks' };
   if (parts[0] === 'tasks') return { name: 'tasks', view: views.tasks, params, nav: 'tasks' };
-  if (parts[0] === 'webhooks') return { name: 'webhooks', view: () => webhooksView(main), params, nav: 'webhooks' };
-  return { name: 'missing', view: async () => (main.innerHTML = '<p>No such page. <a href="#/">Overview</a></p>'), params, nav: '' };
+  if (parts[0] === 'webhooks') return { name: 'webhooks', view: (_p, _a, out) => webhooksView(out), params, nav: 'webhooks' };
+  return {
+    name: 'missing',
+    view: async (_p, _a, out) => (out.innerHTML = '<p>No such page. <a href="#/">Overview</a></p>'),
+    params,
+    nav: '',
+  };
 }
 
 let rendering = 0;
@@ -401,8 +406,13 @@ async function render() {
   showWho();
   document.body.dataset.page = r.name;
   document.body.removeAttribute('data-ready');
+  // The view fills a page of its own, shown only if no later render began meanwhile: a render
+  // started before the hash changed (say, after an action) may finish after the next one.
+  const out = document.createElement('div');
   try {
-    await r.view(r.params, r.arg);
+    await r.view(r.params, r.arg, out);
+    if (mine !== rendering) return;
+    main.replaceChildren(...out.childNodes);
   } catch (err) {
     if (mine !== rendering) return;
     if (err instanceof ApiError && err.status === 401) {
