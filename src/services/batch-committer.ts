@@ -5,6 +5,15 @@ export interface BatchOptions {
   maxBatch: number;
   /** Statements in flight at once; while they run, new items queue up for the next one. */
   maxInFlight: number;
+  /**
+   * A statement beyond the first starts only once every statement in flight has run this long (ms)
+   * — a commit waiting on a slow disk, a row lock held elsewhere; until then new items gather for
+   * the next statement. Fewer, larger statements: each costs PostgreSQL a fixed share (executor
+   * start-up, commit) whatever its size. Unset: as soon as fewer than maxInFlight run.
+   */
+  overlapAfterMs?: number;
+  /** Milliseconds of a monotonic clock (tests pass their own). */
+  clock?: () => number;
 }
 
 interface Pending<I, R> {
@@ -28,6 +37,9 @@ export class BatchCommitter<I, R> {
   private queue: Pending<I, R>[] = [];
   private inFlight = 0;
   private scheduled = false;
+  /** When the statements in flight started (oldest first). */
+  private started: number[] = [];
+  private overlapTimer: NodeJS.Timeout | null = null;
   /** Statements written and items carried, for tests and benchmarks. */
   readonly stats = { statements: 0, items: 0, largestBatch: 0 };
 
@@ -58,12 +70,35 @@ export class BatchCommitter<I, R> {
     });
   }
 
+  /** Milliseconds until another statement may start beside those in flight (0: now). */
+  private overlapWait(): number {
+    const after = this.options.overlapAfterMs;
+    if (after === undefined || this.started.length === 0 || this.queue.length >= this.options.maxBatch) return 0;
+    const youngest = this.started[this.started.length - 1]!;
+    return Math.max(0, youngest + after - this.now());
+  }
+
+  private now(): number {
+    return (this.options.clock ?? performance.now.bind(performance))();
+  }
+
   private flush(): void {
     while (this.queue.length > 0 && this.inFlight < this.options.maxInFlight) {
+      const wait = this.overlapWait();
+      if (wait > 0) {
+        this.overlapTimer ??= setTimeout(() => {
+          this.overlapTimer = null;
+          this.flush();
+        }, Math.ceil(wait));
+        return;
+      }
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.inFlight++;
+      const startedAt = this.now();
+      this.started.push(startedAt);
       void this.run(batch).finally(() => {
         this.inFlight--;
+        this.started.splice(this.started.indexOf(startedAt), 1);
         if (this.queue.length > 0) this.schedule();
       });
     }

@@ -93,4 +93,60 @@ describe('BatchCommitter (group commit of concurrent requests)', () => {
     fail = false;
     expect(await c.submit(2)).toBe('ok2');
   });
+
+  describe('overlapAfterMs: a second statement only beside a slow first one', () => {
+    /** A clock the test moves; the committer's timer is a real one of a few milliseconds. */
+    const setUp = () => {
+      const w = new ControlledWriter();
+      const clock = { t: 1000 };
+      const c = new BatchCommitter(w.write, { maxBatch: 3, maxInFlight: 2, overlapAfterMs: 5, clock: () => clock.t });
+      return { w, c, clock };
+    };
+    const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+    it('holds items back while the statement in flight is young, and sends them together when it ends', async () => {
+      const { w, c, clock } = setUp();
+      const first = c.submit(1);
+      await turn();
+      const later = [2, 3].map((i) => c.submit(i));
+      clock.t += 4; // 4 ms into the first statement: not slow yet
+      await turn();
+      await sleep(20); // the committer's timer fires and finds it still young
+      expect(w.calls.map((x) => x.inputs)).toEqual([[1]]);
+      w.calls[0]!.resolve();
+      await first;
+      await turn();
+      expect(w.calls.map((x) => x.inputs)).toEqual([[1], [2, 3]]);
+      w.calls[1]!.resolve();
+      expect(await Promise.all(later)).toEqual(['r2', 'r3']);
+    });
+
+    it('starts the second statement once the first has run overlapAfterMs', async () => {
+      const { w, c, clock } = setUp();
+      void c.submit(1);
+      await turn();
+      void c.submit(2);
+      await turn();
+      expect(w.calls).toHaveLength(1);
+      clock.t += 5;
+      await sleep(20);
+      expect(w.calls.map((x) => x.inputs)).toEqual([[1], [2]]);
+      void c.submit(3);
+      await turn();
+      clock.t += 100;
+      await sleep(20);
+      expect(w.calls).toHaveLength(2); // maxInFlight still bounds them, however slow
+      for (const call of w.calls) call.resolve();
+    });
+
+    it('does not hold back a full batch', async () => {
+      const { w, c } = setUp();
+      void c.submit(1);
+      await turn();
+      for (const i of [2, 3, 4]) void c.submit(i);
+      await turn();
+      expect(w.calls.map((x) => x.inputs)).toEqual([[1], [2, 3, 4]]);
+      for (const call of w.calls) call.resolve();
+    });
+  });
 });
