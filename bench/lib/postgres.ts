@@ -186,7 +186,7 @@ export class FreshDatabase {
    * pg_stat_statements (calls, rows, mean and total execution time, WAL bytes and shared buffer
    * hits per call), for profiling a row.
    */
-  async topStatements(limit = 8): Promise<string> {
+  async topStatements(limit = 8, by: 'time' | 'calls' = 'time'): Promise<string> {
     if (this.server.statementSource !== 'pg_stat_statements') return '(pg_stat_statements is not loaded)';
     return this.server.admin(async (c) => {
       const { rows } = await c.query<{ calls: string; rows: string; mean: number; total: number; wal: number; hit: number; query: string }>(
@@ -194,7 +194,7 @@ export class FreshDatabase {
                 wal_bytes::float8 / greatest(calls, 1) as wal, shared_blks_hit::float8 / greatest(calls, 1) as hit,
                 regexp_replace(query, '\\s+', ' ', 'g') as query
            from pg_stat_statements where dbid = (select oid from pg_database where datname = $1)
-          order by total_exec_time desc limit $2`,
+          order by ${by === 'calls' ? 'calls' : 'total_exec_time'} desc limit $2`,
         [this.name, limit],
       );
       return rows
@@ -204,6 +204,19 @@ export class FreshDatabase {
             `${Math.round(r.wal).toString().padStart(8)} WAL B/call ${Math.round(r.hit).toString().padStart(6)} hits/call  ${r.query.slice(0, 110)}`,
         )
         .join('\n');
+    });
+  }
+
+  /** BENCH_STATEMENTS=1: calls per statement text so far (pg_stat_statements), to diff two moments. */
+  async callsByStatement(): Promise<Map<string, number>> {
+    if (this.server.statementSource !== 'pg_stat_statements') return new Map();
+    return this.server.admin(async (c) => {
+      const { rows } = await c.query<{ calls: string; query: string }>(
+        `select calls::text, regexp_replace(query, '\\s+', ' ', 'g') as query from pg_stat_statements
+          where dbid = (select oid from pg_database where datname = $1)`,
+        [this.name],
+      );
+      return new Map(rows.map((r) => [r.query.slice(0, 110), Number(r.calls)]));
     });
   }
 
