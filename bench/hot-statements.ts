@@ -58,6 +58,20 @@ const LEASES: Record<string, Lease> = {
       ),
       { now: new Date(), types: ['noop'], slots },
     ).then((r) => ({ leased: r!.leased, dropped: [] })),
+  // the same queue rewritten in place (VACUUM FULL), the baseline of the grouped variants below
+  vacuumed: {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: ['VACUUM FULL job', 'ANALYZE job'],
+  },
+  // its jobs spread over groups (b.groups100, b.groups100k: the lanes take one group's jobs in turn)
+  groups100: {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: ["UPDATE job SET group_ = 'g' || (id % 100)", 'VACUUM FULL job', 'ANALYZE job'],
+  },
+  groups100k: {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: ["UPDATE job SET group_ = 'g' || (id % 100000)", 'VACUUM FULL job', 'ANALYZE job'],
+  },
   // what single triggers cost
   'no-transition-trigger': {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
