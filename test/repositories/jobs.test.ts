@@ -211,7 +211,7 @@ describe('plans', () => {
     const c = await tdb.db.protocol.connect();
     try {
       const { rows } = await c.query<{ generic_plans: string; custom_plans: string }>(
-        `SELECT generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE statement LIKE '%AS s(n int, worker text, lease bigint)%'`,
+        `SELECT generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE statement LIKE '%AS s(n int, worker text, lease bigint, token uuid)%'`,
       );
       expect(rows.length).toBeGreaterThan(0);
       for (const r of rows) {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
@@ -116,7 +117,8 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
   const values = {
     now: p.now,
     limit: p.slots.length,
-    slots: JSON.stringify(p.slots.map((s, i) => ({ n: i + 1, worker: s.worker, lease: s.leaseMs }))),
+    // each slot's lease token, made here (see lease-slim.ts)
+    slots: JSON.stringify(p.slots.map((s, i) => ({ n: i + 1, worker: s.worker, lease: s.leaseMs, token: randomUUID() }))),
     types: byType ? [...new Set(p.types)] : null,
     groups: byGroup ? [...new Set(p.groups)] : null,
     want: laneWant(p.slots.length),
@@ -146,7 +148,7 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     const windowStart = (alias: string) => sql`${now} - ${ms(sql`${sql.ref(`${alias}.rate_window_ms`)}`)}`;
     return sql<Row>`
     WITH slots AS MATERIALIZED (
-      SELECT * FROM jsonb_to_recordset(${v.slots}::jsonb) AS s(n int, worker text, lease bigint)
+      SELECT * FROM jsonb_to_recordset(${v.slots}::jsonb) AS s(n int, worker text, lease bigint, token uuid)
     ),
     policies AS MATERIALIZED (
       SELECT kind, name, paused, concurrency, rate_limit, rate_window_ms FROM flow_policy
@@ -288,7 +290,7 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
         state = 'running',
         worker = s.worker,
         attempts = j.attempts + 1,
-        lease_token = gen_random_uuid(),
+        lease_token = s.token,
         lease_expires_at = d.start_at + ${ms(lease)},
         lease_duration = ${lease},
         started_at = d.start_at,
