@@ -7,7 +7,8 @@
  * EXPLAIN_POLICY=1 puts a concurrency limit of 1,000 and a rate of 50,000/1s, neither binding, on
  * the type first (the slim claim then stands aside: its plan shows the gate). EXPLAIN_WARM=n runs n
  * leases and reports of 100 first, as a worker loop leaves the table (dead index entries of the
- * jobs that left the queue, not yet vacuumed).
+ * jobs that left the queue, not yet vacuumed). EXPLAIN_GROUPS=n spreads the jobs over n groups first
+ * (job i in group i mod n, the table rewritten), as the b.groups rows do.
  */
 import type pg from 'pg';
 import { createDb } from '../src/db/database.js';
@@ -24,6 +25,11 @@ try {
   const fresh = await server.createDatabase(await templates.jobclockJobs());
   await fresh.settle();
   const db = createDb({ url: fresh.url, poolSize: 2 });
+  if (process.env.EXPLAIN_GROUPS) {
+    await db.pool.query(`UPDATE job SET group_ = 'g' || (id % ${Number(process.env.EXPLAIN_GROUPS)})`);
+    await db.pool.query('VACUUM FULL job');
+    await db.pool.query('ANALYZE job');
+  }
   // EXPLAIN_WARM=n: n leases and reports of 100 first, as a worker loop leaves the table (dead
   // index entries of the jobs that left the queue, not yet vacuumed)
   for (let i = 0; i < Number(process.env.EXPLAIN_WARM ?? 0); i++) {

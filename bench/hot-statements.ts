@@ -72,6 +72,23 @@ const LEASES: Record<string, Lease> = {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
     setup: ["UPDATE job SET group_ = 'g' || (id % 100000)", 'VACUUM FULL job', 'ANALYZE job'],
   },
+  // the full statement over 100,000 groups, and with the groups-default concurrency 1 (b.seq100k:
+  // a permit row per begun job, released by the report)
+  'full-groups100k': {
+    lease: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
+    setup: ["UPDATE job SET group_ = 'g' || (id % 100000)", 'VACUUM FULL job', 'ANALYZE job'],
+  },
+  // (the full statement called directly: jobLease would try the slim claim, see it stand aside and
+  // send the other variants' next leases of this process to the full statement as well)
+  seq100k: {
+    lease: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [
+      "UPDATE job SET group_ = 'g' || (id % 100000)",
+      'VACUUM FULL job',
+      'ANALYZE job',
+      "INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())",
+    ],
+  },
   // what single triggers cost
   'no-transition-trigger': {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
