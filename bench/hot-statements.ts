@@ -89,6 +89,34 @@ const LEASES: Record<string, Lease> = {
       "INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())",
     ],
   },
+  // (measurement only, issue 31) the groups default of 1 decided from the jobs themselves instead
+  // of permit rows: a lane's job runs only if it is the job the lane walk found first (claimed by
+  // primary key: one another claim holds keeps its turn) and no job of its group runs (an index of
+  // running jobs by group). No flow_slot write at all; right for concurrency 1 only
+  'seq100k-by-state': {
+    lease: (db, slots) =>
+      jobLeaseSlim(
+        rewritten(db, (t) =>
+          t.replace(
+            /picked AS MATERIALIZED \(\s*SELECT c\.\*, l\.type AS lane_type, l\.r FROM top_lanes l CROSS JOIN LATERAL \([\s\S]*?FOR UPDATE SKIP LOCKED\) c\s*\)/,
+            // the parameters the claim's text named stay named (typed as they were)
+            (old) => `picked AS MATERIALIZED (
+               SELECT j.id, j.type, j.group_, j.priority, j.run_at, j.periodic_task_id, j.start_by, l.type AS lane_type, l.r
+               FROM top_lanes l JOIN job j ON j.id = l.first_id WHERE j.state = 'queued'
+                 AND NOT EXISTS (SELECT 1 FROM job r WHERE r.state = 'running' AND r.group_ = l.group_)
+                 ${[...old.matchAll(/\$\d+::[a-z]+(\[\])?/g)].map((m) => `AND (${m[0]} IS NOT NULL OR true)`).join(' ')}
+               FOR UPDATE OF j SKIP LOCKED)`,
+          ),
+        ),
+        { now: new Date(), types: ['noop'], slots },
+      ).then((r) => ({ leased: r!.leased, dropped: [] })),
+    setup: [
+      "UPDATE job SET group_ = 'g' || (id % 100000)",
+      'VACUUM FULL job',
+      "CREATE INDEX bench_running_group_idx ON job (group_) WHERE state = 'running'",
+      'ANALYZE job',
+    ],
+  },
   // what single triggers cost
   'no-transition-trigger': {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
