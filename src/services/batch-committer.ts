@@ -86,10 +86,11 @@ export class BatchCommitter<I, R> {
     while (this.queue.length > 0 && this.inFlight < this.options.maxInFlight) {
       const wait = this.overlapWait();
       if (wait > 0) {
+        // unref: a wait of 2 ms must not hold a process open that has nothing else to do
         this.overlapTimer ??= setTimeout(() => {
           this.overlapTimer = null;
           this.flush();
-        }, Math.ceil(wait));
+        }, Math.ceil(wait)).unref();
         return;
       }
       const batch = this.queue.splice(0, this.options.maxBatch);
