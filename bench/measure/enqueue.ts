@@ -60,6 +60,7 @@ async function jobclockProducer(
     const c = new HttpClient(base, tokenOf('producer'), clients);
     client = c;
     const r = await loops(ctx, clients, n, timebox, (i) => op(c, i));
+    if (process.env.BENCH_STATEMENTS) ctx.log(`jobclock producer: top statements\n${await db.topStatements()}`);
     await after?.(db);
     return r;
   } finally {

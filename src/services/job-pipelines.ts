@@ -24,6 +24,7 @@ import {
   type ReportInput,
   type ReportResult,
 } from '../repositories/jobs.js';
+import { type TypeDefaults, typeDefaultsOf } from '../repositories/type-defaults.js';
 import { BatchCommitter } from './batch-committer.js';
 import type { ServiceContext } from './context.js';
 import { JobEndWaiters } from './job-end-waiters.js';
@@ -33,6 +34,12 @@ import { LeaseCombiner, type LeaseFilter } from './lease-combiner.js';
 export interface JobPipelines {
   /** Jobs created by concurrent single requests, inserted together. */
   readonly inserter: BatchCommitter<JobInsertRow, Job | null>;
+  /**
+   * The defaults of the types of concurrent single creations, read together: one statement for
+   * the requests that arrive while another lookup runs, not one per request. Read after the
+   * request arrived, so a creation sees every defaults change committed before it.
+   */
+  readonly typeDefaults: BatchCommitter<string, TypeDefaults | undefined>;
   /** Debounced submissions of concurrent single requests, upserted together. */
   readonly debouncer: BatchCommitter<DebouncedRow, { job: Job; created: boolean }>;
   /** Finished/failed reports of concurrent single requests, committed together. */
@@ -79,6 +86,14 @@ export function createJobPipelines(ctx: ServiceContext): JobPipelines {
     completer: new BatchCommitter<ReportInput, ReportResult>((inputs) => writeReports(ctx, inputs), { ...WRITE_BATCHES }, ctx.logger),
     minimalCompleter: new BatchCommitter<ReportInput, ReportResult>(
       (inputs) => writeReports(ctx, inputs, false),
+      { ...WRITE_BATCHES },
+      ctx.logger,
+    ),
+    typeDefaults: new BatchCommitter<string, TypeDefaults | undefined>(
+      async (types) => {
+        const found = await typeDefaultsOf(ctx.db, types);
+        return types.map((t) => found.get(t));
+      },
       { ...WRITE_BATCHES },
       ctx.logger,
     ),

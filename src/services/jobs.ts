@@ -67,12 +67,17 @@ const BULK_BATCH = 500;
 export class JobService {
   constructor(
     readonly ctx: ServiceContext,
-    private readonly pipelines: Pick<JobPipelines, 'inserter'> & Partial<Pick<JobPipelines, 'endWaiters' | 'debouncer'>>,
+    private readonly pipelines: Pick<JobPipelines, 'inserter'> & Partial<Pick<JobPipelines, 'endWaiters' | 'debouncer' | 'typeDefaults'>>,
   ) {}
 
   /** Jobs created by concurrent single requests, inserted together (the instance's one inserter). */
   get inserter() {
     return this.pipelines.inserter;
+  }
+
+  /** The type defaults of concurrent single creations, read together (absent: one statement each). */
+  get typeDefaults() {
+    return this.pipelines.typeDefaults;
   }
 
   /** Debounced submissions of concurrent single requests, upserted together (absent: one statement each). */
@@ -125,8 +130,10 @@ export class JobService {
       const [job] = await this.createGraph([input], () => '');
       return { job: job!, created: true };
     }
-    const defaults = await typeDefaultsOf(this.db, [input.type]);
-    const row = this.insertRow(input, this.ctx.clock.now(), defaults.get(input.type));
+    // concurrent requests read their types' defaults in one statement (absent: one statement each)
+    const lookup = this.pipelines.typeDefaults;
+    const defaults = lookup ? await lookup.submit(input.type) : (await typeDefaultsOf(this.db, [input.type])).get(input.type);
+    const row = this.insertRow(input, this.ctx.clock.now(), defaults);
     if (isDebounced(row)) return this.debounce(this.db, row, this.ctx.clock.now());
     for (let i = 0; i < UNIQUE_RETRIES; i++) {
       const job = await this.inserter.submit(row);

@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { LeaseReaper } from '../../src/scheduler/lease-reaper.js';
 import { type TestDatabase } from '../support/db.js';
-import { type JobsApi } from './jobs-support.js';
+import { type JobsApi, jobsApi, until } from './jobs-support.js';
 import { useJobsApi } from '../support/fixture.js';
 
 const T0 = '2026-11-20T09:00:00.000Z';
@@ -293,6 +293,46 @@ describe('defaults per type', () => {
     expect((await api.get('/types/mail.bulk2')).body.defaults).toEqual({ maxAttempts: 7 });
     expect((await api.patch('/types/mail.bulk2', { defaults: null })).body.defaults).toBeNull();
     expect((await api.create({ type: 'mail.bulk2' })).maxAttempts).toBe(3);
+  });
+
+  it("are read in one statement for concurrent creations, each job getting its own type's", async () => {
+    await api.patch('/types/d.one', { defaults: { maxAttempts: 5, priority: 1 } });
+    await api.patch('/types/d.two', { defaults: { maxAttempts: 9 } });
+    const lookup = api.stack.services.jobs.typeDefaults!;
+    const before = { ...lookup.stats };
+    const client = await tdb.db.pool.connect();
+    let sent: Promise<{ status: number; body: any }>[];
+    try {
+      await client.query('BEGIN');
+      await client.query('LOCK TABLE job_type_defaults IN ACCESS EXCLUSIVE MODE');
+      sent = Array.from({ length: 20 }, (_, i) => api.post('/jobs', { type: i % 2 === 0 ? 'd.one' : 'd.two', args: { i } }));
+      await until(() => lookup.stats.items - before.items + lookup.pending === 20, 'all 20 creations at the defaults lookup');
+    } finally {
+      await client.query('COMMIT');
+      client.release();
+    }
+    const answers = await Promise.all(sent);
+    answers.forEach((r, i) => {
+      expect(r.status).toBe(201);
+      expect(r.body).toMatchObject(i % 2 === 0 ? { maxAttempts: 5, priority: 1 } : { maxAttempts: 9, priority: 0 });
+    });
+    expect(lookup.stats.items - before.items).toBe(20);
+    // the statements blocked by the lock, then one for everything that queued behind them
+    expect(lookup.stats.statements - before.statements).toBeLessThanOrEqual(lookup.options.maxInFlight + 1);
+  });
+
+  it('that another instance changed apply to the next creation here', async () => {
+    const other = await jobsApi({ db: tdb.connect(), instanceId: 'other', clock });
+    try {
+      await other.patch('/types/d.three', { defaults: { maxAttempts: 6 } });
+      expect((await api.create({ type: 'd.three' })).maxAttempts).toBe(6);
+      await other.patch('/types/d.three', { defaults: { maxAttempts: 8 } });
+      expect((await api.create({ type: 'd.three' })).maxAttempts).toBe(8);
+      await other.patch('/types/d.three', { defaults: null });
+      expect((await api.create({ type: 'd.three' })).maxAttempts).toBe(3);
+    } finally {
+      await other.stack.close();
+    }
   });
 
   it('are shown for each type by GET /types', async () => {
