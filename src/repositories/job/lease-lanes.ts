@@ -84,15 +84,24 @@ export function laneCtes(c: LaneClaim): RawBuilder<unknown> {
 export function moreCte(
   c: Pick<LaneClaim, 'byType' | 'laneTypes' | 'limit' | 'want'> & { contendedIf?: RawBuilder<unknown> },
 ): RawBuilder<unknown> {
+  // Whether a queued job waits below the lanes' priority: the highest such, read off the fairness
+  // index (per type for a typed claim) by a subquery ordered and limited that is not an EXISTS's
+  // own (PostgreSQL drops ORDER BY and LIMIT there). A bare EXISTS, planned generically while most
+  // rows were queued, became a sequential scan expecting a match at once; when none was there — a
+  // queue of one priority run dry, the usual case — it read the whole table on every lease that
+  // came back short.
   const lowerLevel = c.byType
-    ? sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.type = ANY(${c.laneTypes}) AND j.priority < (SELECT max(priority) FROM lanes)`
-    : sql`SELECT 1 FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)`;
+    ? sql`EXISTS (SELECT 1 FROM unnest(${c.laneTypes}) AS lt(type) CROSS JOIN LATERAL (
+            SELECT j.priority FROM job j WHERE j.state = 'queued' AND j.type = lt.type AND j.priority < (SELECT max(priority) FROM lanes)
+            ORDER BY j.type, j.priority DESC LIMIT 1) x)`
+    : sql`(SELECT j.priority FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)
+           ORDER BY j.priority DESC LIMIT 1) IS NOT NULL`;
   return sql`
     more AS MATERIALIZED (
       SELECT (SELECT count(*) FROM candidates) < ${c.limit} AND (
                EXISTS (SELECT 1 FROM picked GROUP BY lane_type, group_ HAVING count(*) >= (SELECT q FROM quota))
                OR (SELECT count(*) FROM lanes) >= ${c.want}
-               OR EXISTS (${lowerLevel})) AS more,
+               OR ${lowerLevel}) AS more,
              (SELECT count(*) FROM candidates) < ${c.limit} AND ${c.contendedIf ?? sql`true`}
                AND (SELECT count(*) FROM (SELECT DISTINCT p.lane_type, p.group_ FROM picked p) x) < (SELECT count(*) FROM top_lanes) AS contended
     )`;
