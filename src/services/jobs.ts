@@ -67,7 +67,7 @@ const BULK_BATCH = 500;
 export class JobService {
   constructor(
     readonly ctx: ServiceContext,
-    private readonly pipelines: Pick<JobPipelines, 'inserter'> & Partial<Pick<JobPipelines, 'endWaiters' | 'debouncer' | 'typeDefaults'>>,
+    private readonly pipelines: Pick<JobPipelines, 'inserter' | 'typeDefaults'> & Partial<Pick<JobPipelines, 'endWaiters' | 'debouncer'>>,
   ) {}
 
   /** Jobs created by concurrent single requests, inserted together (the instance's one inserter). */
@@ -75,7 +75,7 @@ export class JobService {
     return this.pipelines.inserter;
   }
 
-  /** The type defaults of concurrent single creations, read together (absent: one statement each). */
+  /** The type defaults of concurrent single creations, read together. */
   get typeDefaults() {
     return this.pipelines.typeDefaults;
   }
@@ -130,9 +130,8 @@ export class JobService {
       const [job] = await this.createGraph([input], () => '');
       return { job: job!, created: true };
     }
-    // concurrent requests read their types' defaults in one statement (absent: one statement each)
-    const lookup = this.pipelines.typeDefaults;
-    const defaults = lookup ? await lookup.submit(input.type) : (await typeDefaultsOf(this.db, [input.type])).get(input.type);
+    // concurrent requests read their types' defaults in one statement
+    const defaults = await this.pipelines.typeDefaults.submit(input.type);
     const row = this.insertRow(input, this.ctx.clock.now(), defaults);
     if (isDebounced(row)) return this.debounce(this.db, row, this.ctx.clock.now());
     for (let i = 0; i < UNIQUE_RETRIES; i++) {
