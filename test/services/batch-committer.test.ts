@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BatchCommitter } from '../../src/services/batch-committer.js';
 
 /** A write function the test completes by hand: each call waits until the test resolves or fails it. */
@@ -95,23 +95,26 @@ describe('BatchCommitter (group commit of concurrent requests)', () => {
   });
 
   describe('overlapAfterMs: a second statement only beside a slow first one', () => {
-    /** A clock the test moves; the committer's timer is a real one of a few milliseconds. */
+    // the committer's timer and its clock on fake time the test moves; setImmediate stays real
+    beforeEach(() => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
     const setUp = () => {
       const w = new ControlledWriter();
-      const clock = { t: 1000 };
-      const c = new BatchCommitter(w.write, { maxBatch: 3, maxInFlight: 2, overlapAfterMs: 5, clock: () => clock.t });
-      return { w, c, clock };
+      const c = new BatchCommitter(w.write, { maxBatch: 3, maxInFlight: 2, overlapAfterMs: 5, clock: () => Date.now() });
+      return { w, c };
     };
-    const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
     it('holds items back while the statement in flight is young, and sends them together when it ends', async () => {
-      const { w, c, clock } = setUp();
+      const { w, c } = setUp();
       const first = c.submit(1);
       await turn();
       const later = [2, 3].map((i) => c.submit(i));
-      clock.t += 4; // 4 ms into the first statement: not slow yet
       await turn();
-      await sleep(20); // the committer's timer fires and finds it still young
+      await vi.advanceTimersByTimeAsync(4); // 4 ms into the first statement: not slow yet
       expect(w.calls.map((x) => x.inputs)).toEqual([[1]]);
       w.calls[0]!.resolve();
       await first;
@@ -122,19 +125,17 @@ describe('BatchCommitter (group commit of concurrent requests)', () => {
     });
 
     it('starts the second statement once the first has run overlapAfterMs', async () => {
-      const { w, c, clock } = setUp();
+      const { w, c } = setUp();
       void c.submit(1);
       await turn();
       void c.submit(2);
       await turn();
       expect(w.calls).toHaveLength(1);
-      clock.t += 5;
-      await sleep(20);
+      await vi.advanceTimersByTimeAsync(5);
       expect(w.calls.map((x) => x.inputs)).toEqual([[1], [2]]);
       void c.submit(3);
       await turn();
-      clock.t += 100;
-      await sleep(20);
+      await vi.advanceTimersByTimeAsync(100);
       expect(w.calls).toHaveLength(2); // maxInFlight still bounds them, however slow
       for (const call of w.calls) call.resolve();
     });
