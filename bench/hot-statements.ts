@@ -44,6 +44,9 @@ function rewritten(db: Db, rewrite: (text: string) => string): Db {
   };
 }
 
+/** Setup that spreads the copied queue's jobs over `n` groups (job i in group i mod n), rewritten. */
+const spreadOver = (n: number) => [`UPDATE job SET group_ = 'g' || (id % ${n})`, 'VACUUM FULL job', 'ANALYZE job'];
+
 /** The lease statements compared; each gets the same queue and the same report. */
 const LEASES: Record<string, Lease> = {
   // jobLease: the slim claim while it applies
@@ -66,28 +69,23 @@ const LEASES: Record<string, Lease> = {
   // its jobs spread over groups (b.groups100, b.groups100k: the lanes take one group's jobs in turn)
   groups100: {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
-    setup: ["UPDATE job SET group_ = 'g' || (id % 100)", 'VACUUM FULL job', 'ANALYZE job'],
+    setup: spreadOver(100),
   },
   groups100k: {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
-    setup: ["UPDATE job SET group_ = 'g' || (id % 100000)", 'VACUUM FULL job', 'ANALYZE job'],
+    setup: spreadOver(100_000),
   },
   // the full statement over 100,000 groups, and with the groups-default concurrency 1 (b.seq100k:
   // a permit row per begun job, released by the report)
   'full-groups100k': {
     lease: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
-    setup: ["UPDATE job SET group_ = 'g' || (id % 100000)", 'VACUUM FULL job', 'ANALYZE job'],
+    setup: spreadOver(100_000),
   },
   // (the full statement called directly: jobLease would try the slim claim, see it stand aside and
   // send the other variants' next leases of this process to the full statement as well)
   seq100k: {
     lease: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
-    setup: [
-      "UPDATE job SET group_ = 'g' || (id % 100000)",
-      'VACUUM FULL job',
-      'ANALYZE job',
-      "INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())",
-    ],
+    setup: [...spreadOver(100_000), "INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())"],
   },
   // (measurement only, issue 31) the groups default of 1 decided from the jobs themselves instead
   // of permit rows: a lane's job runs only if it is the job the lane walk found first (claimed by
@@ -110,12 +108,7 @@ const LEASES: Record<string, Lease> = {
         ),
         { now: new Date(), types: ['noop'], slots },
       ).then((r) => ({ leased: r!.leased, dropped: [] })),
-    setup: [
-      "UPDATE job SET group_ = 'g' || (id % 100000)",
-      'VACUUM FULL job',
-      "CREATE INDEX bench_running_group_idx ON job (group_) WHERE state = 'running'",
-      'ANALYZE job',
-    ],
+    setup: [...spreadOver(100_000), "CREATE INDEX bench_running_group_idx ON job (group_) WHERE state = 'running'"],
   },
   // what single triggers cost
   'no-transition-trigger': {
