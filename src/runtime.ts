@@ -35,17 +35,35 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
   };
 }
 
-/** Runs migrations, retrying while the database is unreachable, until done or `signal` aborts. */
-export async function migrateWithRetry(db: Db, logger: Logger, signal: AbortSignal): Promise<boolean> {
+/**
+ * Runs migrations, retrying while the database is unreachable, and after an upgrade that gave up
+ * waiting for a lock or met a deadlock with the traffic of running instances (rolled back whole,
+ * so it is simply tried again), until done or `signal` aborts.
+ */
+export async function migrateWithRetry(
+  db: Db,
+  logger: Logger,
+  signal: AbortSignal,
+  options: { dir?: string; lockTimeoutMs?: number } = {},
+): Promise<boolean> {
   let delay = 500;
   for (;;) {
     try {
-      const applied = await migrateToLatest(db.kysely);
+      const applied = await migrateToLatest(db.kysely, options.dir, options.lockTimeoutMs);
       if (applied.length > 0) logger.info({ applied }, 'migrations applied');
       return true;
     } catch (err) {
       const code = (err as { code?: string }).code;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
+      if ([code, cause].some((c) => c === SQLSTATE.lockNotAvailable || c === SQLSTATE.deadlockDetected)) {
+        logger.warn(
+          { err: { message: (err as Error).message }, retryInMs: 1_000 },
+          'the upgrade was rolled back: other transactions held the tables it changes (lock timeout or deadlock); trying again',
+        );
+        if (signal.aborted) return false;
+        await new Promise((r) => setTimeout(r, 1_000));
+        continue;
+      }
       const unreachable =
         /ECONN|ENOTFOUND|ETIMEDOUT|EAI_AGAIN/.test(`${code} ${cause}`) ||
         [code, cause].includes(SQLSTATE.cannotConnectNow) ||

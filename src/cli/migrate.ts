@@ -1,7 +1,6 @@
 import { ConfigError, loadConfig } from '../config.js';
-import { migrateToLatest } from '../db/migrate.js';
 import { createLogger } from '../logger.js';
-import { openRuntime } from '../runtime.js';
+import { migrateWithRetry, openRuntime } from '../runtime.js';
 
 /** `npm run migrate`: apply pending migrations to DATABASE_URL's server (or the embedded one) and exit. */
 try {
@@ -9,8 +8,9 @@ try {
   const logger = createLogger(config.logLevel);
   const runtime = await openRuntime(config, logger);
   try {
-    const applied = await migrateToLatest(runtime.db.kysely);
-    logger.info({ applied }, applied.length ? 'migrations applied' : 'schema already current');
+    // Ctrl-C stops it as before: nothing is applied until the one transaction commits
+    await migrateWithRetry(runtime.db, logger, new AbortController().signal);
+    logger.info('schema current');
   } finally {
     await runtime.close();
   }

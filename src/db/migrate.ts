@@ -18,17 +18,32 @@ export function migrationsDir(): string {
   throw new Error('cannot find the migrations/ folder next to package.json');
 }
 
-/** Plain numbered .sql files, applied in name order, each in its own transaction. Frozen once landed. */
+/**
+ * How long a migration's statement waits for a lock before the upgrade gives up and is tried again
+ * (`migrateWithRetry`). A migration that waits behind another transaction holds the locks it took
+ * so far, and every query of those tables queues behind it: giving up lets them through in between.
+ */
+export const MIGRATION_LOCK_TIMEOUT_MS = 5_000;
+
+/**
+ * Plain numbered .sql files, applied in name order; the pending ones in one transaction (Kysely's
+ * Migrator on PostgreSQL), each after `SET LOCAL lock_timeout`. Frozen once landed.
+ */
 export class SqlFileMigrationProvider implements MigrationProvider {
-  constructor(private readonly dir: string = migrationsDir()) {}
+  constructor(
+    private readonly dir: string = migrationsDir(),
+    private readonly lockTimeoutMs: number = MIGRATION_LOCK_TIMEOUT_MS,
+  ) {}
 
   async getMigrations(): Promise<Record<string, Migration>> {
     const files = (await readdir(this.dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
     const migrations: Record<string, Migration> = {};
+    const lockTimeout = `SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.lockTimeoutMs))}`;
     for (const file of files) {
       const text = await readFile(path.join(this.dir, file), 'utf8');
       migrations[file.replace(/\.sql$/, '')] = {
         async up(db: Kysely<unknown>) {
+          await sql.raw(lockTimeout).execute(db);
           await sql.raw(text).execute(db);
         },
       };
@@ -100,10 +115,14 @@ async function checkApplied(db: Kysely<Database>, sums: Map<string, string>): Pr
  * this build carries; after, records the checksums of what it applied. Returns the names applied
  * by this call.
  */
-export async function migrateToLatest(db: Kysely<Database>, dir: string = migrationsDir()): Promise<string[]> {
+export async function migrateToLatest(
+  db: Kysely<Database>,
+  dir: string = migrationsDir(),
+  lockTimeoutMs: number = MIGRATION_LOCK_TIMEOUT_MS,
+): Promise<string[]> {
   const sums = await readChecksums(dir);
   await checkApplied(db, sums);
-  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider(dir) });
+  const migrator = new Migrator({ db, provider: new SqlFileMigrationProvider(dir, lockTimeoutMs) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');

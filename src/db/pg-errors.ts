@@ -13,6 +13,7 @@ export const SQLSTATE = {
   inFailedSqlTransaction: '25P02',
   invalidCatalogName: '3D000',
   deadlockDetected: '40P01',
+  lockNotAvailable: '55P03',
   insufficientPrivilege: '42501',
   undefinedTable: '42P01',
   tooManyConnections: '53300',
