@@ -202,6 +202,23 @@ const LEASES: Record<string, Lease> = {
        END $$`,
     ],
   },
+  // the checks of the columns a change of state never writes as CHECKs again, as before migration
+  // 0034 (PostgreSQL evaluates every CHECK on every new row version)
+  'checks-before-0034': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [
+      'DROP TRIGGER job_fixed_columns_checked ON job',
+      `ALTER TABLE job ADD CONSTRAINT job_type_check CHECK (length(type) BETWEEN 1 AND 200),
+         ADD CONSTRAINT job_group__check CHECK (length(group_) BETWEEN 1 AND 200),
+         ADD CONSTRAINT job_unique_key_check CHECK (length(unique_key) BETWEEN 1 AND 200),
+         ADD CONSTRAINT job_debounce_key_check CHECK (length(debounce_key) BETWEEN 1 AND 200),
+         ADD CONSTRAINT job_traceparent_check CHECK (length(traceparent) <= 55),
+         ADD CONSTRAINT job_max_attempts_check CHECK (max_attempts >= 1),
+         ADD CONSTRAINT job_timebox_check CHECK (timebox > 0),
+         ADD CONSTRAINT job_run_interval_check CHECK (run_interval > 0),
+         ADD CONSTRAINT job_run_tolerance_check CHECK (run_tolerance >= 0)`,
+    ],
+  },
   // what the indexes cost that the README loop's jobs never enter (their predicates are evaluated
   // on every new row version)
   'no-cold-indexes': {

@@ -318,6 +318,29 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_insert_undebounced_job_row(r job) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_job_refused()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  c text := CASE
+    WHEN length(NEW.type) NOT BETWEEN 1 AND 200 THEN 'job_type_check'
+    WHEN length(NEW.group_) NOT BETWEEN 1 AND 200 THEN 'job_group__check'
+    WHEN length(NEW.unique_key) NOT BETWEEN 1 AND 200 THEN 'job_unique_key_check'
+    WHEN length(NEW.debounce_key) NOT BETWEEN 1 AND 200 THEN 'job_debounce_key_check'
+    WHEN length(NEW.traceparent) > 55 THEN 'job_traceparent_check'
+    WHEN NEW.max_attempts < 1 THEN 'job_max_attempts_check'
+    WHEN NEW.timebox <= 0 THEN 'job_timebox_check'
+    WHEN NEW.run_interval <= 0 THEN 'job_run_interval_check'
+    WHEN NEW.run_tolerance < 0 THEN 'job_run_tolerance_check'
+  END;
+BEGIN
+  RAISE EXCEPTION 'new row for relation "job" violates check constraint "%"', c
+    USING ERRCODE = 'check_violation', CONSTRAINT = c, TABLE = TG_TABLE_NAME, SCHEMA = TG_TABLE_SCHEMA;
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_job_refused() FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.jobclock_job_row(j jsonb, fn text, at text)
  RETURNS job
  LANGUAGE plpgsql
@@ -1407,17 +1430,8 @@ ALTER TABLE ONLY flow_token ADD CONSTRAINT flow_token_pkey PRIMARY KEY (kind, na
 ALTER TABLE ONLY job ADD CONSTRAINT job_pkey PRIMARY KEY (id);
 ALTER TABLE ONLY job ADD CONSTRAINT job_attempts_check CHECK ((attempts >= 0));
 ALTER TABLE ONLY job ADD CONSTRAINT job_check CHECK (((state <> 'running'::text) OR (lease_token IS NOT NULL)));
-ALTER TABLE ONLY job ADD CONSTRAINT job_debounce_key_check CHECK (((length(debounce_key) >= 1) AND (length(debounce_key) <= 200)));
-ALTER TABLE ONLY job ADD CONSTRAINT job_group__check CHECK (((length(group_) >= 1) AND (length(group_) <= 200)));
 ALTER TABLE ONLY job ADD CONSTRAINT job_lease_duration_check CHECK ((lease_duration > 0));
-ALTER TABLE ONLY job ADD CONSTRAINT job_max_attempts_check CHECK ((max_attempts >= 1));
-ALTER TABLE ONLY job ADD CONSTRAINT job_run_interval_check CHECK ((run_interval > 0));
-ALTER TABLE ONLY job ADD CONSTRAINT job_run_tolerance_check CHECK ((run_tolerance >= 0));
 ALTER TABLE ONLY job ADD CONSTRAINT job_state_check CHECK ((state = ANY (ARRAY['waiting'::text, 'queued'::text, 'running'::text, 'finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text])));
-ALTER TABLE ONLY job ADD CONSTRAINT job_timebox_check CHECK ((timebox > 0));
-ALTER TABLE ONLY job ADD CONSTRAINT job_traceparent_check CHECK ((length(traceparent) <= 55));
-ALTER TABLE ONLY job ADD CONSTRAINT job_type_check CHECK (((length(type) >= 1) AND (length(type) <= 200)));
-ALTER TABLE ONLY job ADD CONSTRAINT job_unique_key_check CHECK (((length(unique_key) >= 1) AND (length(unique_key) <= 200)));
 ALTER TABLE ONLY job ADD CONSTRAINT job_periodic_task_id_fkey FOREIGN KEY (periodic_task_id) REFERENCES periodic_task(id) ON DELETE SET NULL;
 ALTER TABLE ONLY job_dependency ADD CONSTRAINT job_dependency_pkey PRIMARY KEY (depends_on, job_id);
 ALTER TABLE ONLY job_event ADD CONSTRAINT job_event_pkey PRIMARY KEY (id);
@@ -1512,6 +1526,7 @@ CREATE INDEX webhook_delivery_webhook_idx ON public.webhook_delivery USING btree
 
 -- Triggers
 
+CREATE TRIGGER job_fixed_columns_checked AFTER INSERT OR UPDATE OF type, group_, unique_key, debounce_key, traceparent, max_attempts, timebox, run_interval, run_tolerance ON public.job FOR EACH ROW WHEN ((((length(new.type) < 1) OR (length(new.type) > 200)) OR ((length(new.group_) < 1) OR (length(new.group_) > 200)) OR ((length(new.unique_key) < 1) OR (length(new.unique_key) > 200)) OR ((length(new.debounce_key) < 1) OR (length(new.debounce_key) > 200)) OR (length(new.traceparent) > 55) OR (new.max_attempts < 1) OR (new.timebox <= 0) OR (new.run_interval <= 0) OR (new.run_tolerance < 0))) EXECUTE FUNCTION jobclock_job_refused();
 CREATE TRIGGER job_inserted_notify AFTER INSERT ON public.job FOR EACH STATEMENT EXECUTE FUNCTION jobclock_notify_job_inserted();
 CREATE TRIGGER job_release_slots_on_delete AFTER DELETE ON public.job FOR EACH ROW WHEN (old.holds_slot) EXECUTE FUNCTION jobclock_release_deleted_slots();
 CREATE TRIGGER job_search_on_delete AFTER DELETE ON public.job REFERENCING OLD TABLE AS jobclock_gone FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_delete();

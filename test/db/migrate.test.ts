@@ -443,3 +443,59 @@ it('0033: dependencies, search rows of copied ranges and webhook events still fo
     },
   );
 });
+
+it('0034: the checks of the columns a change of state never writes refuse what they refused, from a trigger', async () => {
+  let id = '';
+  await acrossMigration(
+    '0034',
+    async (db) => {
+      id = (await db.pool.query<{ id: string }>(`INSERT INTO job (type, run_at) VALUES ('mail', now()) RETURNING id::text AS id`)).rows[0]!
+        .id;
+    },
+    async (db) => {
+      const checks = await db.pool.query<{ conname: string }>(
+        `SELECT conname FROM pg_constraint WHERE conrelid = 'job'::regclass AND contype = 'c' ORDER BY 1`,
+      );
+      // what a lease or a report writes is still checked by CHECKs
+      expect(checks.rows.map((r) => r.conname)).toEqual(['job_attempts_check', 'job_check', 'job_lease_duration_check', 'job_state_check']);
+      const refused = async (statement: string) =>
+        db.pool.query(statement).then(
+          () => 'accepted',
+          (err: { code?: string; constraint?: string; message: string }) => {
+            expect(err.code).toBe(SQLSTATE.checkViolation);
+            expect(err.message).toBe(`new row for relation "job" violates check constraint "${err.constraint}"`);
+            return err.constraint;
+          },
+        );
+      expect(await refused(`INSERT INTO job (type, run_at) VALUES ('', now())`)).toBe('job_type_check');
+      expect(await refused(`INSERT INTO job (type, group_, run_at) VALUES ('mail', repeat('g', 201), now())`)).toBe('job_group__check');
+      expect(await refused(`INSERT INTO job (type, run_at, unique_key) VALUES ('mail', now(), '')`)).toBe('job_unique_key_check');
+      expect(await refused(`INSERT INTO job (type, run_at, timebox) VALUES ('mail', now(), 0)`)).toBe('job_timebox_check');
+      expect(await refused(`UPDATE job SET max_attempts = 0 WHERE id = ${id}`)).toBe('job_max_attempts_check');
+      expect(await refused(`UPDATE job SET traceparent = repeat('0', 56) WHERE id = ${id}`)).toBe('job_traceparent_check');
+      expect(await refused(`UPDATE job SET run_interval = -1, run_tolerance = 5 WHERE id = ${id}`)).toBe('job_run_interval_check');
+      expect(await refused(`UPDATE job SET debounce_key = '' WHERE id = ${id}`)).toBe('job_debounce_key_check');
+      expect(await refused(`UPDATE job SET run_tolerance = -1 WHERE id = ${id}`)).toBe('job_run_tolerance_check');
+      // in bounds, or NULL, passes as it passed a CHECK
+      expect(
+        await refused(`INSERT INTO job (type, group_, run_at, unique_key, traceparent) VALUES (repeat('t', 200), 'g', now(), NULL, NULL)`),
+      ).toBe('accepted');
+      expect(await refused(`UPDATE job SET max_attempts = 1, timebox = 1, run_interval = 1, run_tolerance = 0 WHERE id = ${id}`)).toBe(
+        'accepted',
+      );
+      // a change of state names none of those columns: the trigger is not even considered for it
+      const { rows } = await db.pool.query<{ cols: string[] }>(
+        `SELECT array_agg(a.attname::text ORDER BY a.attname) AS cols FROM pg_trigger t
+         JOIN pg_attribute a ON a.attrelid = t.tgrelid AND a.attnum = ANY (t.tgattr)
+         WHERE t.tgrelid = 'job'::regclass AND t.tgname = 'job_fixed_columns_checked'`,
+      );
+      expect(rows[0]!.cols).toEqual(
+        ['debounce_key', 'group_', 'max_attempts', 'run_interval', 'run_tolerance', 'timebox', 'traceparent', 'type', 'unique_key'].sort(),
+      );
+      expect(await refused(`UPDATE job SET state = 'running', lease_token = gen_random_uuid(), attempts = 1 WHERE id = ${id}`)).toBe(
+        'accepted',
+      );
+      expect(await refused(`UPDATE job SET state = 'bogus' WHERE id = ${id}`)).toBe('job_state_check');
+    },
+  );
+});
