@@ -70,6 +70,18 @@ export async function groupsDefaultSet(db: Executor, patch: GroupsDefaultPatch, 
   await sql`SELECT pg_notify(${CHANNELS.jobs}, '')`.execute(db.kysely);
 }
 
+/** A free permit (`f`, of flow_slot) of an undeclared group that nobody has held since `before`. */
+const idlePermit = (before: Date) =>
+  sql`f.kind = 'default-group' AND f.job_id IS NULL AND (f.released_at IS NULL OR f.released_at < ${before}::timestamptz)`;
+/** Rate tokens of undeclared groups last used before this are out of every window (with the margin). */
+const tokenHorizon = (before: Date) =>
+  sql`${before}::timestamptz - coalesce((SELECT d.rate_window_ms FROM flow_default d WHERE d.kind = 'group'), 0) * interval '1 millisecond'`;
+
+/** Whether `groupsDefaultReclaim(db, before, …)` has anything to delete (an SQL boolean). */
+export const idlePermitsExist = (before: Date) => sql<boolean>`(
+  EXISTS (SELECT 1 FROM flow_slot f WHERE ${idlePermit(before)})
+  OR EXISTS (SELECT 1 FROM flow_token f WHERE f.kind = 'default-group' AND (f.used_at IS NULL OR f.used_at < ${tokenHorizon(before)})))`;
+
 /**
  * Deletes up to `limit` permits of undeclared groups that nobody has held since `before` (the
  * margin keeps released_at for a next holder whose instance's clock is behind), and up to `limit`
@@ -81,7 +93,7 @@ export async function groupsDefaultReclaim(db: Executor, before: Date, limit: nu
     DELETE FROM flow_slot s
     WHERE (s.kind, s.name, s.n) IN (
       SELECT f.kind, f.name, f.n FROM flow_slot f
-      WHERE f.kind = 'default-group' AND f.job_id IS NULL AND (f.released_at IS NULL OR f.released_at < ${before}::timestamptz)
+      WHERE ${idlePermit(before)}
       LIMIT ${limit}::int
       FOR UPDATE SKIP LOCKED)
       AND s.job_id IS NULL`.execute(db.kysely);
@@ -89,9 +101,7 @@ export async function groupsDefaultReclaim(db: Executor, before: Date, limit: nu
   // that took a token meanwhile moved its used_at, and the condition, re-checked on the newest
   // version of the row, keeps it
   const tokens = await sql`
-    WITH horizon AS MATERIALIZED (
-      SELECT ${before}::timestamptz - coalesce((SELECT d.rate_window_ms FROM flow_default d WHERE d.kind = 'group'), 0) * interval '1 millisecond' AS at
-    )
+    WITH horizon AS MATERIALIZED (SELECT ${tokenHorizon(before)} AS at)
     DELETE FROM flow_token t
     WHERE (t.kind, t.name, t.n) IN (
       SELECT f.kind, f.name, f.n FROM flow_token f

@@ -1,5 +1,5 @@
 import { reapDecision } from '../domain/job.js';
-import { jobDropExpired, jobFindOverdue, jobReap, type ReapAction } from '../repositories/jobs.js';
+import { jobDropExpired, jobFindOverdue, jobReap, type ReapAction, reaperWork } from '../repositories/jobs.js';
 import { groupsDefaultReclaim } from '../repositories/flow-default.js';
 import type { ServiceContext } from '../services/context.js';
 import { intervalLoop, type Loop, LoopService } from './loop.js';
@@ -44,9 +44,12 @@ export class LeaseReaper extends LoopService {
   /** One pass at `now` over the running jobs that are overdue. */
   async tick(now: Date): Promise<TickResult> {
     const result: TickResult = { requeued: 0, failed: 0, timedOut: 0, expired: 0, reclaimed: 0 };
-    await this.reapOverdue(now, result);
-    await this.dropExpired(now, result);
-    result.reclaimed = await groupsDefaultReclaim(this.ctx.db, new Date(now.getTime() - PERMIT_IDLE_MS), 10 * this.batchSize);
+    const idleSince = new Date(now.getTime() - PERMIT_IDLE_MS);
+    // one read says which of the three tasks has work: an idle tick makes no other statement
+    const work = await reaperWork(this.ctx.db, now, idleSince);
+    if (work.overdue) await this.reapOverdue(now, result);
+    if (work.expired) await this.dropExpired(now, result);
+    if (work.idlePermits) result.reclaimed = await groupsDefaultReclaim(this.ctx.db, idleSince, 10 * this.batchSize);
     if (result.reclaimed > 0) this.ctx.logger.debug({ count: result.reclaimed }, 'idle permits of undeclared groups deleted');
     return result;
   }

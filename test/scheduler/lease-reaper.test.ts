@@ -1,6 +1,7 @@
 /** The LeaseReaper (expired leases, deadlines past their grace) and the RetentionCleaner — driven by tick(now). */
 import { once } from 'node:events';
 import pino from 'pino';
+import type { KyselyPlugin } from 'kysely';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createDb } from '../../src/db/database.js';
@@ -106,6 +107,30 @@ describe('expired leases', () => {
     expect(x.requeued + y.requeued).toBe(200);
     const { rows } = await tdb.db.pool.query(`SELECT count(*) AS n FROM job WHERE state = 'queued' AND attempts = 1`);
     expect(Number(rows[0].n)).toBe(200);
+  });
+});
+
+describe('what a tick costs', () => {
+  it('an idle tick makes one statement, a read; one with work runs the statements of that work', async () => {
+    const kinds: string[] = [];
+    const counting: KyselyPlugin = {
+      transformQuery: (a) => (kinds.push(a.node.kind), a.node),
+      transformResult: async (a) => a.result,
+    };
+    const ctx = api.stack.ctx;
+    const counted = new LeaseReaper({ ...ctx, db: { ...ctx.db, kysely: ctx.db.kysely.withPlugin(counting) } });
+    const idle = { requeued: 0, failed: 0, timedOut: 0, expired: 0, reclaimed: 0 };
+    expect(await counted.tick(at(0))).toEqual(idle);
+    expect(kinds).toEqual(['RawNode']);
+    await api.post('/jobs', { type: 't' });
+    const [leased] = await api.lease({ worker: 'doomed', lease: '10s' });
+    kinds.length = 0;
+    expect(await counted.tick(at(10_001))).toEqual({ ...idle, requeued: 1 });
+    expect(kinds.length).toBeGreaterThan(1);
+    expect((await jobOf(leased!.id)).state).toBe('queued');
+    kinds.length = 0;
+    expect(await counted.tick(at(10_002))).toEqual(idle);
+    expect(kinds).toHaveLength(1);
   });
 });
 

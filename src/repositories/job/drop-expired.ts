@@ -2,6 +2,10 @@ import { sql } from 'kysely';
 import type { Executor } from '../../db/executor.js';
 import { iso } from './sql.js';
 
+/** A queued job (of `job`) whose startBy has come at `now`; job_start_by_idx answers it. */
+export const expiredCondition = (now: Date) =>
+  sql`job.state = 'queued' AND job.start_by IS NOT NULL AND job.start_by <= ${now}::timestamptz`;
+
 /**
  * Drops up to `limit` queued jobs whose startBy has come (reason expired): the tidy-up of jobs
  * nobody tried to lease, since the lease statement never hands such a job out and drops those it
@@ -13,7 +17,7 @@ export async function jobDropExpired(db: Executor, now: Date, limit: number): Pr
   const { rows } = await sql<{ id: string }>`
     WITH due AS (
       SELECT id FROM job
-      WHERE state = 'queued' AND start_by IS NOT NULL AND start_by <= ${n}
+      WHERE ${expiredCondition(now)}
       ORDER BY start_by
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED

@@ -10,9 +10,15 @@ export interface OverdueJob extends RunningJobFacts {
 }
 
 /**
- * Running jobs the LeaseReaper must act on (domain/job.ts reapDecision): lease expired before the
- * deadline, or past deadline + grace. Oldest first. Two partial indexes answer it (the grace is at
- * least 1 s), so an idle tick costs one cheap statement.
+ * A running job (of `job`) that the LeaseReaper must act on at `now`: lease expired before the
+ * deadline, or past deadline + grace. Two partial indexes answer it (the grace is at least 1 s).
+ */
+export const overdueCondition = (now: Date) => sql`job.state = 'running'
+  AND ((job.lease_expires_at < ${now}::timestamptz AND (job.deadline IS NULL OR job.deadline > ${now}::timestamptz))
+       OR (job.deadline < ${now}::timestamptz - ${ms(sql`${MIN_GRACE_MS}::bigint`)} AND job.deadline + ${graceSql('job')} < ${now}::timestamptz))`;
+
+/**
+ * Running jobs the LeaseReaper must act on (domain/job.ts reapDecision), oldest first.
  */
 export async function jobFindOverdue(db: Executor, now: Date, limit: number): Promise<OverdueJob[]> {
   const { rows } = await sql<{
@@ -28,9 +34,7 @@ export async function jobFindOverdue(db: Executor, now: Date, limit: number): Pr
   }>`
     SELECT id, lease_token, attempts, max_attempts, worker, lease_expires_at, deadline, timebox, periodic_task_id
     FROM job
-    WHERE state = 'running'
-      AND ((lease_expires_at < ${now}::timestamptz AND (deadline IS NULL OR deadline > ${now}::timestamptz))
-           OR (deadline < ${now}::timestamptz - ${ms(sql`${MIN_GRACE_MS}::bigint`)} AND deadline + ${graceSql('job')} < ${now}::timestamptz))
+    WHERE ${overdueCondition(now)}
     ORDER BY least(lease_expires_at, deadline)
     LIMIT ${limit}`.execute(db.kysely);
   return rows.map((r) => ({

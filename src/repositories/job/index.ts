@@ -25,6 +25,7 @@ export * from './lease.js';
 export * from './lease-slim.js';
 export * from './patch.js';
 export * from './reap.js';
+export * from './reaper-work.js';
 export * from './release-leases.js';
 export * from './report.js';
 export * from './retry-matching.js';
