@@ -11,6 +11,7 @@ export const SQLSTATE = {
   uniqueViolation: '23505',
   checkViolation: '23514',
   inFailedSqlTransaction: '25P02',
+  serializationFailure: '40001',
   invalidCatalogName: '3D000',
   deadlockDetected: '40P01',
   lockNotAvailable: '55P03',
@@ -31,6 +32,16 @@ export function sqlState(err: unknown): string {
 /** deadlock_detected: the statement was rolled back and may simply be run again. */
 export function isDeadlock(err: unknown): boolean {
   return sqlState(err) === SQLSTATE.deadlockDetected;
+}
+
+/**
+ * A conflict PostgreSQL broke by rolling this statement or transaction back — a deadlock, a
+ * serialization failure, a lock not obtained within lock_timeout: nothing of it was applied, and it
+ * may be run again.
+ */
+export function isTransientConflict(err: unknown): boolean {
+  const code = sqlState(err);
+  return code === SQLSTATE.deadlockDetected || code === SQLSTATE.serializationFailure || code === SQLSTATE.lockNotAvailable;
 }
 
 /** unique_violation, of `constraint` when given. */

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { isBadValue, isServerUnavailable } from '../db/pg-errors.js';
+import { isBadValue, isServerUnavailable, isTransientConflict } from '../db/pg-errors.js';
 import { DomainError, type DomainErrorCode } from '../domain/errors.js';
 import { PROBLEM_CONTENT_TYPE, problem, type ProblemDocument, type ProblemFieldError } from './problem.js';
 
@@ -101,6 +101,16 @@ export function toProblem(err: unknown, request: FastifyRequest): { doc: Problem
       internal: false,
     };
   }
+  if (isTransientConflict(err)) {
+    return {
+      doc: problem(
+        503,
+        'database-conflict',
+        'The database rolled this request back to break a conflict with another one (a deadlock, or a lock held too long); nothing of it was applied: retry it.',
+      ),
+      internal: false,
+    };
+  }
   const fe = err as FastifyError & { status?: number };
   const known = fastifyProblem(fe);
   if (known) return { doc: known, internal: false };
@@ -128,5 +138,7 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
   if (internal) request.log.error({ err }, 'unhandled error');
   else if (doc.status === 503) request.log.warn({ err: { message: (err as Error).message, code: (err as FastifyError).code } }, doc.detail);
   else request.log.debug({ problem: doc.type }, doc.detail);
+  // both 503s are passing: a client that honours Retry-After comes back in a second
+  if (doc.status === 503) void reply.header('retry-after', '1');
   void reply.status(doc.status).type(PROBLEM_CONTENT_TYPE).send(doc);
 }

@@ -14,7 +14,14 @@ beforeAll(async () => {
   app = await createTestApp({
     db: tdb.db,
     bodyLimit: 4096,
-    extend: (a) => a.post('/__echo', { schema: { hide: true } }, async (req) => ({ got: req.body ?? null })),
+    extend: (a) => {
+      a.post('/__echo', { schema: { hide: true } }, async (req) => ({ got: req.body ?? null }));
+      // a statement the database rolls back as it rolls back the loser of a deadlock or a lock timeout
+      a.post<{ Body: { code: string } }>('/__conflict', { schema: { hide: true } }, async (req) => {
+        await tdb.db.pool.query(`DO $$ BEGIN RAISE EXCEPTION 'conflict' USING ERRCODE = '${req.body.code}'; END $$`);
+        return {};
+      });
+    },
   });
 });
 afterAll(async () => {
@@ -63,6 +70,7 @@ describe('health', () => {
         const r = request(other.server)[method](url);
         const res = await (body ? r.send(body) : r);
         expect(res.status, `${method} ${url}`).toBe(503);
+        expect(res.headers['retry-after']).toBe('1');
         expect(res.body).toMatchObject({ status: 503, type: 'urn:jobclock:problem:database-unavailable' });
       }
       expect((await request(other.server).get('/healthz')).status).toBe(200);
@@ -70,6 +78,18 @@ describe('health', () => {
       await other.close();
       await down.destroy();
     }
+  });
+
+  it('answers a request the database rolled back in a conflict with a 503 to retry after a second, not a 500', async () => {
+    for (const code of ['40P01', '40001', '55P03']) {
+      const res = await request(app.server).post('/__conflict').send({ code });
+      expect(res.status, code).toBe(503);
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.body).toMatchObject({ status: 503, type: 'urn:jobclock:problem:database-conflict' });
+      expect(res.body.detail).toMatch(/retry it/);
+    }
+    // any other error of the database stays an internal one
+    expect((await request(app.server).post('/__conflict').send({ code: 'XX000' })).status).toBe(500);
   });
 
   it('is not ready while the schema lacks a migration', async () => {
