@@ -203,67 +203,73 @@ it(`moves a populated database from migration ${FROM} to the latest without losi
   expect((await db.pool.query(`SELECT job_id::text FROM flow_slot WHERE job_id IS NOT NULL`)).rows).toEqual([{ job_id: ids.queuedMail }]);
 });
 
-it('an upgrade that waits for a lock held by a running instance gives up, lets it through and is tried again', async () => {
-  const url = await ensureDatabase(inject('adminUrl'), `${name}_locks`);
+/**
+ * Runs `fn` on a database of its own migrated through `last`, with an instance's transaction begun by
+ * `statement` on another connection (`busy`), and a logger whose warnings land in `warnings`.
+ */
+async function besideABusyInstance(
+  suffix: string,
+  last: string,
+  statement: string,
+  fn: (x: { url: string; target: Db; busy: pg.Client; warnings: string[]; logger: pino.Logger }) => Promise<void>,
+): Promise<void> {
+  const url = await ensureDatabase(inject('adminUrl'), `${name}_${suffix}`);
   const target = createDb({ url, poolSize: 2 });
-  const other = createDb({ url, poolSize: 2 });
+  const busy = new pg.Client({ connectionString: url });
   try {
-    await migrateToLatest(target.kysely, await migrationsThrough('0032'));
-    // an instance in the middle of a report: its transaction holds job (0033 replaces a trigger on it)
-    const busy = new pg.Client({ connectionString: url });
+    await migrateToLatest(target.kysely, await migrationsThrough(last));
+    await target.pool.query(`INSERT INTO periodic_task (id, task, timer, nextrun, created) VALUES ('t', 'r', 'every 1h', now(), now())`);
     await busy.connect();
     await busy.query('BEGIN');
-    await busy.query(`INSERT INTO job (type, run_at) VALUES ('report', now())`);
-    const lines: string[] = [];
-    const logger = pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) });
-    const started = Date.now();
-    const migrated = migrateWithRetry(target, logger, new AbortController().signal, { lockTimeoutMs: 200 });
-    await until(() => lines.length > 0);
-    // the upgrade gave the lock queue back: another writer of job is not held behind it for long
-    const t = Date.now();
-    await other.pool.query(`INSERT INTO job (type, run_at) VALUES ('meanwhile', now())`);
-    expect(Date.now() - t).toBeLessThan(1_000);
-    await busy.query('COMMIT');
-    await busy.end();
-    expect(await migrated).toBe(true);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: expect.stringContaining('trying again') as unknown, retryInMs: 1_000 });
-    expect(JSON.parse(lines[0]!).err.message).toContain('0033');
-    expect(await isSchemaCurrent(target.kysely, await knownMigrations())).toBe(true);
-    expect((await target.pool.query(`SELECT type FROM job ORDER BY id`)).rows).toEqual([{ type: 'report' }, { type: 'meanwhile' }]);
+    await busy.query(statement);
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (l: string) => void warnings.push(l) });
+    await fn({ url, target, busy, warnings, logger });
   } finally {
-    await Promise.all([target.destroy(), other.destroy()]);
+    await busy.end().catch(() => undefined);
+    await target.destroy();
     const a = createDb({ url: inject('adminUrl'), poolSize: 1 });
-    await a.pool.query(`DROP DATABASE IF EXISTS "${name}_locks" WITH (FORCE)`).finally(() => a.destroy());
+    await a.pool.query(`DROP DATABASE IF EXISTS "${name}_${suffix}" WITH (FORCE)`).finally(() => a.destroy());
   }
+}
+
+it('an upgrade that waits for a lock held by a running instance gives up, lets it through and is tried again', async () => {
+  // an instance in the middle of a report: its transaction holds job (0033 replaces a trigger on it)
+  await besideABusyInstance('locks', '0032', `INSERT INTO job (type, run_at) VALUES ('report', now())`, async (x) => {
+    const other = createDb({ url: x.url, poolSize: 2 });
+    try {
+      const started = Date.now();
+      const migrated = migrateWithRetry(x.target, x.logger, new AbortController().signal, { lockTimeoutMs: 200 });
+      await until(() => x.warnings.length > 0);
+      // the upgrade gave the lock queue back: another writer of job is not held behind it for long
+      const t = Date.now();
+      await other.pool.query(`INSERT INTO job (type, run_at) VALUES ('meanwhile', now())`);
+      expect(Date.now() - t).toBeLessThan(1_000);
+      await x.busy.query('COMMIT');
+      expect(await migrated).toBe(true);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
+      const warning = JSON.parse(x.warnings[0]!);
+      expect(warning).toMatchObject({ msg: expect.stringContaining('trying again') as unknown, retryInMs: 1_000 });
+      expect(warning.err.message).toContain('0033');
+      expect(await isSchemaCurrent(x.target.kysely, await knownMigrations())).toBe(true);
+      expect((await x.target.pool.query(`SELECT type FROM job ORDER BY id`)).rows).toEqual([{ type: 'report' }, { type: 'meanwhile' }]);
+    } finally {
+      await other.destroy();
+    }
+  });
 });
 
 it('an upgrade that meets a deadlock with an instance creating jobs is rolled back and tried again', async () => {
-  const url = await ensureDatabase(inject('adminUrl'), `${name}_deadlock`);
-  const target = createDb({ url, poolSize: 2 });
-  try {
-    await migrateToLatest(target.kysely, await migrationsThrough(FROM));
-    await target.pool.query(`INSERT INTO periodic_task (id, task, timer, nextrun, created) VALUES ('t', 'r', 'every 1h', now(), now())`);
-    // an instance creating jobs in one transaction: the first holds job, the second a task's job
-    // (its foreign key reads periodic_task, which the migrations change before they change job)
-    const busy = new pg.Client({ connectionString: url });
-    await busy.connect();
-    await busy.query('BEGIN');
-    await busy.query(`INSERT INTO job (type, run_at) VALUES ('r', now())`);
-    const lines: string[] = [];
-    const logger = pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) });
-    const migrated = migrateWithRetry(target, logger, new AbortController().signal);
+  // an instance creating jobs in one transaction: the first holds job, the second a task's job
+  // (its foreign key reads periodic_task, which the migrations change before they change job)
+  await besideABusyInstance('deadlock', FROM, `INSERT INTO job (type, run_at) VALUES ('r', now())`, async (x) => {
+    const migrated = migrateWithRetry(x.target, x.logger, new AbortController().signal);
     await sleep(300); // the upgrade holds periodic_task and waits for job
-    await busy.query(`INSERT INTO job (type, run_at, periodic_task_id, scheduled_at) VALUES ('r', now(), 't', now())`);
-    await busy.query('COMMIT');
-    await busy.end();
+    await x.busy.query(`INSERT INTO job (type, run_at, periodic_task_id, scheduled_at) VALUES ('r', now(), 't', now())`);
+    await x.busy.query('COMMIT');
     expect(await migrated).toBe(true);
-    expect(lines.map((l) => JSON.parse(l).err.message as string)).toEqual([expect.stringContaining('deadlock detected')]);
-    expect(await isSchemaCurrent(target.kysely, await knownMigrations())).toBe(true);
-    expect((await target.pool.query(`SELECT count(*)::int AS n FROM job`)).rows[0].n).toBe(2);
-  } finally {
-    await target.destroy();
-    const a = createDb({ url: inject('adminUrl'), poolSize: 1 });
-    await a.pool.query(`DROP DATABASE IF EXISTS "${name}_deadlock" WITH (FORCE)`).finally(() => a.destroy());
-  }
+    expect(x.warnings.map((l) => JSON.parse(l).err.message as string)).toEqual([expect.stringContaining('deadlock detected')]);
+    expect(await isSchemaCurrent(x.target.kysely, await knownMigrations())).toBe(true);
+    expect((await x.target.pool.query(`SELECT count(*)::int AS n FROM job`)).rows[0].n).toBe(2);
+  });
 });
