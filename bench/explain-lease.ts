@@ -8,7 +8,8 @@
  * the type first (the slim claim then stands aside: its plan shows the gate). EXPLAIN_WARM=n runs n
  * leases and reports of 100 first, as a worker loop leaves the table (dead index entries of the
  * jobs that left the queue, not yet vacuumed). EXPLAIN_GROUPS=n spreads the jobs over n groups first
- * (job i in group i mod n, the table rewritten), as the b.groups rows do.
+ * (job i in group i mod n, the table rewritten), as the b.groups rows do; EXPLAIN_DEFAULT=n sets a
+ * groups-default concurrency of n first (b.seq1000 and b.seq100k: n = 1).
  */
 import type pg from 'pg';
 import { createDb } from '../src/db/database.js';
@@ -29,6 +30,13 @@ try {
     await db.pool.query(`UPDATE job SET group_ = 'g' || (id % ${Number(process.env.EXPLAIN_GROUPS)})`);
     await db.pool.query('VACUUM FULL job');
     await db.pool.query('ANALYZE job');
+  }
+  // EXPLAIN_DEFAULT=n: groups-default concurrency n (b.seq rows), before the warm-up (which then
+  // leaves permits behind, released, as a worker loop does)
+  if (process.env.EXPLAIN_DEFAULT) {
+    await db.pool.query(`INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', $1, now())`, [
+      Number(process.env.EXPLAIN_DEFAULT),
+    ]);
   }
   // EXPLAIN_WARM=n: n leases and reports of 100 first, as a worker loop leaves the table (dead
   // index entries of the jobs that left the queue, not yet vacuumed)
