@@ -80,6 +80,21 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_add_jobs(jobs jsonb) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_default_full(max_n integer)
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+  SELECT coalesce(array_agg(h.name), '{}')
+  FROM (
+    SELECT s.name FROM flow_slot s
+    WHERE s.kind = 'default-group' AND s.job_id IS NOT NULL
+    GROUP BY s.name
+    HAVING count(*) >= max_n
+  ) h
+$function$;
+
 CREATE OR REPLACE FUNCTION public.jobclock_default_held()
  RETURNS jsonb
  LANGUAGE sql
@@ -90,6 +105,20 @@ AS $function$
   FROM (
     SELECT s.name, array_agg(s.n) AS ns FROM flow_slot s
     WHERE s.kind = 'default-group' AND s.job_id IS NOT NULL
+    GROUP BY s.name
+  ) h
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_default_held_of(names text[])
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+  SELECT coalesce(jsonb_object_agg(h.name, h.ns), '{}')
+  FROM (
+    SELECT s.name, array_agg(s.n) AS ns FROM flow_slot s
+    WHERE s.kind = 'default-group' AND s.job_id IS NOT NULL AND s.name = ANY (names)
     GROUP BY s.name
   ) h
 $function$;

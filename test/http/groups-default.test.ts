@@ -77,6 +77,24 @@ describe('GET|PATCH /groups-default', () => {
     expect((await instances[2]!.lease({ worker: 'w', limit: 20, groups: ['g'] })).map((j) => j.id)).toEqual([g[2]!.id]);
   });
 
+  it('gives the next job of a group the permit its last job freed, whichever number that is', async () => {
+    await a.patch('/groups-default', { concurrency: 2 });
+    const g = await batch(Array.from({ length: 4 }, () => ({ type: 't', group: 'g' })));
+    const leased = await a.lease({ worker: 'w', limit: 20 });
+    expect(leased.map((j) => j.id)).toEqual([g[0]!.id, g[1]!.id]);
+    // the second ends, the first runs on: permit 2 is free, permit 1 held
+    const second = leased[1]!;
+    expect((await a.post(`/jobs/${second.id}/finished`, { leaseToken: second.leaseToken })).status).toBe(200);
+    expect((await instances[1]!.lease({ worker: 'w', limit: 20 })).map((j) => j.id)).toEqual([g[2]!.id]);
+    const held = await tdb.db.pool.query<{ n: number; job_id: string }>(
+      `SELECT n, job_id::text FROM flow_slot WHERE kind = 'default-group' AND name = 'g' AND job_id IS NOT NULL ORDER BY n`,
+    );
+    expect(held.rows).toEqual([
+      { n: 1, job_id: g[0]!.id },
+      { n: 2, job_id: g[2]!.id },
+    ]);
+  });
+
   it('sequences: 3 instances and 24 workers never run two jobs of one group at once, each group in order', async () => {
     await instances[1]!.patch('/groups-default', { concurrency: 1 });
     const groups = Array.from({ length: 12 }, (_, k) => `customer:${k}`);

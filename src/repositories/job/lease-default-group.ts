@@ -19,9 +19,10 @@ const undeclared = (group: RawBuilder<unknown>) =>
 
 /**
  * `group_policy`: the default (no row: none), read once; `group_default`: its concurrency,
- * `group_rate`: its rate. `default_held`: the permits held now, read once (jobclock_default_held:
- * one scan of the partial index of held permits, as many rows as such jobs running), as `held`
- * {group: [n, …]}; `default_used`: the tokens used within the window, read once
+ * `group_rate`: its rate. `default_held`: the groups with every permit held, read once
+ * (jobclock_default_full: one grouped scan of the partial index of held permits, as many rows as
+ * such jobs running; the permit numbers held are read later, for the candidates' groups only);
+ * `default_used`: the tokens used within the window, read once
  * (jobclock_default_used: a range of the partial index by used_at), as `used` {group: [n, …]}; `default_full`: the groups with every permit held or every
  * token used, left out of the lanes (unless they declared a policy of their own since). Nothing
  * else reads flow_slot or flow_token by group: a plan made while a table was empty (prepared
@@ -40,10 +41,10 @@ export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
     -- read through functions that take the partial indexes whatever the tables' statistics say
     -- (migration 0029): a plan made while they were empty scanned them whole
     default_held AS MATERIALIZED (
-      SELECT x.held,
-             coalesce((SELECT array_agg(e.key) FROM jsonb_each(x.held) e
-                       WHERE jsonb_array_length(e.value) >= (SELECT g.concurrency FROM group_default g) AND ${undeclared(sql`e.key`)}), '{}') AS full_groups
-      FROM (SELECT CASE WHEN EXISTS (SELECT 1 FROM group_default) THEN jobclock_default_held() ELSE '{}'::jsonb END AS held) x
+      SELECT coalesce((SELECT array_agg(f.name) FROM unnest(x.full_groups) f(name) WHERE ${undeclared(sql`f.name`)}), '{}') AS full_groups
+      FROM (SELECT CASE WHEN EXISTS (SELECT 1 FROM group_default)
+                        THEN jobclock_default_full((SELECT g.concurrency FROM group_default g))
+                        ELSE '{}'::text[] END AS full_groups) x
     ),
     default_used AS MATERIALIZED (
       SELECT x.used,
@@ -83,6 +84,12 @@ export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
         AND (c.start_by <= ${now}) IS NOT TRUE AND NOT (c.periodic_task_id IS NOT NULL AND c.run_interval IS NOT NULL)
         AND ${undeclared(sql`c.group_`)}
     ),
+    -- the permits held of the candidates' groups, read once: {group: [n, …]}
+    default_held_of AS MATERIALIZED (
+      SELECT CASE WHEN EXISTS (SELECT 1 FROM group_default)
+                  THEN jobclock_default_held_of(ARRAY(SELECT DISTINCT n.group_ FROM default_needs n))
+                  ELSE '{}'::jsonb END AS held
+    ),
     -- under a default concurrency, in order: a candidate begins only if every queued job of its
     -- group that comes before it (runAt, creation; the lanes hold the highest priority with a
     -- runnable job) is a candidate of this lease too: one that another lease holds locked (SKIP
@@ -94,7 +101,7 @@ export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
              -- default concurrency
              CASE WHEN EXISTS (SELECT 1 FROM group_default) THEN (
                SELECT coalesce(array_agg(x.n ORDER BY x.n), '{}')
-               FROM (SELECT coalesce((SELECT h.held -> d.group_ FROM default_held h), '[]'::jsonb) AS ns) u,
+               FROM (SELECT coalesce((SELECT h.held -> d.group_ FROM default_held_of h), '[]'::jsonb) AS ns) u,
                     generate_series(1, least((SELECT g.concurrency FROM group_default g), jsonb_array_length(u.ns) + d.rn::int)) x(n)
                WHERE NOT u.ns @> to_jsonb(x.n)) END AS ns,
              -- its tokens free: the first rn of them at most (among the used ones + rn); null: no default rate
