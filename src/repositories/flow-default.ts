@@ -1,5 +1,5 @@
 /** The policy of every group without one of its own (GET|PATCH /groups-default, migrations 0024, 0027). */
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { CHANNELS } from '../db/notifications.js';
 import type { Executor } from '../db/executor.js';
 
@@ -76,11 +76,13 @@ const idlePermit = (before: Date) =>
 /** Rate tokens of undeclared groups last used before this are out of every window (with the margin). */
 const tokenHorizon = (before: Date) =>
   sql`${before}::timestamptz - coalesce((SELECT d.rate_window_ms FROM flow_default d WHERE d.kind = 'group'), 0) * interval '1 millisecond'`;
+/** A rate token (`f`, of flow_token) of an undeclared group last used before `horizon`, or never. */
+const idleToken = (horizon: RawBuilder<unknown>) => sql`f.kind = 'default-group' AND (f.used_at IS NULL OR f.used_at < ${horizon})`;
 
 /** Whether `groupsDefaultReclaim(db, before, …)` has anything to delete (an SQL boolean). */
 export const idlePermitsExist = (before: Date) => sql<boolean>`(
   EXISTS (SELECT 1 FROM flow_slot f WHERE ${idlePermit(before)})
-  OR EXISTS (SELECT 1 FROM flow_token f WHERE f.kind = 'default-group' AND (f.used_at IS NULL OR f.used_at < ${tokenHorizon(before)})))`;
+  OR EXISTS (SELECT 1 FROM flow_token f WHERE ${idleToken(tokenHorizon(before))}))`;
 
 /**
  * Deletes up to `limit` permits of undeclared groups that nobody has held since `before` (the
@@ -105,7 +107,7 @@ export async function groupsDefaultReclaim(db: Executor, before: Date, limit: nu
     DELETE FROM flow_token t
     WHERE (t.kind, t.name, t.n) IN (
       SELECT f.kind, f.name, f.n FROM flow_token f
-      WHERE f.kind = 'default-group' AND (f.used_at IS NULL OR f.used_at < (SELECT h.at FROM horizon h))
+      WHERE ${idleToken(sql`(SELECT h.at FROM horizon h)`)}
       LIMIT ${limit}::int
       FOR UPDATE SKIP LOCKED)
       AND (t.used_at IS NULL OR t.used_at < (SELECT h.at FROM horizon h))`.execute(db.kysely);

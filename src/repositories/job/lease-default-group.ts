@@ -19,7 +19,7 @@ const undeclared = (group: RawBuilder<unknown>) =>
 
 /**
  * `group_policy`: the default (no row: none), read once; `group_default`: its concurrency,
- * `group_rate`: its rate. `default_held`: the groups with every permit held, read once
+ * `group_rate`: its rate. `default_held_full`: the groups with every permit held, read once
  * (jobclock_default_full: one grouped scan of the partial index of held permits, as many rows as
  * such jobs running; the permit numbers held are read later, for the candidates' groups only);
  * `default_used`: the tokens used within the window, read once
@@ -40,7 +40,7 @@ export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
     ),
     -- read through functions that take the partial indexes whatever the tables' statistics say
     -- (migration 0029): a plan made while they were empty scanned them whole
-    default_held AS MATERIALIZED (
+    default_held_full AS MATERIALIZED (
       SELECT coalesce((SELECT array_agg(f.name) FROM unnest(x.full_groups) f(name) WHERE ${undeclared(sql`f.name`)}), '{}') AS full_groups
       FROM (SELECT CASE WHEN EXISTS (SELECT 1 FROM group_default)
                         THEN jobclock_default_full((SELECT g.concurrency FROM group_default g))
@@ -54,7 +54,7 @@ export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
                         THEN jobclock_default_used((SELECT r.window_start FROM group_rate r), (SELECT r.rate_limit FROM group_rate r))
                         ELSE '{}'::jsonb END AS used) x
     ),
-    default_full AS MATERIALIZED (SELECT h.full_groups || u.full_groups AS groups FROM default_held h, default_used u)`;
+    default_full AS MATERIALIZED (SELECT h.full_groups || u.full_groups AS groups FROM default_held_full h, default_used u)`;
 
 /** The tokens of a group used within the window (a JSON array, empty for none). */
 const usedTokens = (group: RawBuilder<unknown>) => sql`coalesce((SELECT u.used -> ${group} FROM default_used u), '[]'::jsonb)`;
