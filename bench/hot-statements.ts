@@ -76,39 +76,21 @@ const LEASES: Record<string, Lease> = {
     setup: spreadOver(100_000),
   },
   // the full statement over 100,000 groups, and with the groups-default concurrency 1 (b.seq100k:
-  // a permit row per begun job, released by the report)
+  // the slim claim counts each group's running jobs, migration 0036)
   'full-groups100k': {
     lease: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
     setup: spreadOver(100_000),
   },
-  // (the full statement called directly: jobLease would try the slim claim, see it stand aside and
-  // send the other variants' next leases of this process to the full statement as well)
   seq100k: {
-    lease: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
     setup: [...spreadOver(100_000), "INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())"],
   },
-  // (measurement only, issue 31) the groups default of 1 decided from the jobs themselves instead
-  // of permit rows: a lane's job runs only if it is the job the lane walk found first (claimed by
-  // primary key: one another claim holds keeps its turn) and no job of its group runs (an index of
-  // running jobs by group). No flow_slot write at all; right for concurrency 1 only
-  'seq100k-by-state': {
-    lease: (db, slots) =>
-      jobLeaseSlim(
-        rewritten(db, (t) =>
-          t.replace(
-            /picked AS MATERIALIZED \(\s*SELECT c\.\*, l\.type AS lane_type, l\.r FROM top_lanes l CROSS JOIN LATERAL \([\s\S]*?FOR UPDATE SKIP LOCKED\) c\s*\)/,
-            // the parameters the claim's text named stay named (typed as they were)
-            (old) => `picked AS MATERIALIZED (
-               SELECT j.id, j.type, j.group_, j.priority, j.run_at, j.periodic_task_id, j.start_by, l.type AS lane_type, l.r
-               FROM top_lanes l JOIN job j ON j.id = l.first_id WHERE j.state = 'queued'
-                 AND NOT EXISTS (SELECT 1 FROM job r WHERE r.state = 'running' AND r.group_ = l.group_)
-                 ${[...old.matchAll(/\$\d+::[a-z]+(\[\])?/g)].map((m) => `AND (${m[0]} IS NOT NULL OR true)`).join(' ')}
-               FOR UPDATE OF j SKIP LOCKED)`,
-          ),
-        ),
-        { now: new Date(), types: ['noop'], slots },
-      ).then((r) => ({ leased: r!.leased, dropped: [] })),
-    setup: [...spreadOver(100_000), "CREATE INDEX bench_running_group_idx ON job (group_) WHERE state = 'running'"],
+  // the same through the full statement (where a group declared a policy of its own). Called
+  // directly: jobLease would try the slim claim, see it stand aside and send the other variants'
+  // next leases of this process to the full statement as well
+  'seq100k-full': {
+    lease: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [...spreadOver(100_000), "INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())"],
   },
   // what single triggers cost
   'no-transition-trigger': {

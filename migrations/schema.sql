@@ -80,6 +80,32 @@ END;
 $function$;
 REVOKE ALL ON FUNCTION public.jobclock_add_jobs(jobs jsonb) FROM PUBLIC;
 
+CREATE OR REPLACE FUNCTION public.jobclock_default_admit(names text[], max_n integer)
+ RETURNS TABLE(name text, free integer, last_end timestamp with time zone)
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+DECLARE
+  locked text[];
+BEGIN
+  SELECT coalesce(array_agg(g.name), '{}') INTO locked
+  FROM (SELECT DISTINCT u.name FROM unnest(names) u(name) WHERE u.name IS NOT NULL ORDER BY u.name LIMIT 128) g
+  WHERE pg_try_advisory_xact_lock(1245923140, hashtext(g.name));
+  -- a statement of its own: its snapshot is taken now, after the locks, and sees every lease that
+  -- held one of them committed
+  RETURN QUERY
+    SELECT l.name, greatest(max_n - r.n, 0)::int,
+           (SELECT j.finished_at FROM job j
+             WHERE j.group_default AND j.finished_at IS NOT NULL AND j.group_ = l.name
+             ORDER BY j.group_, j.finished_at DESC LIMIT 1)
+    FROM unnest(locked) l(name)
+    CROSS JOIN LATERAL (
+      SELECT count(*)::int AS n FROM job j WHERE j.group_default AND j.state = 'running' AND j.group_ = l.name
+    ) r;
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_default_admit(names text[], max_n integer) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION public.jobclock_default_full(max_n integer)
  RETURNS text[]
  LANGUAGE sql
@@ -122,6 +148,22 @@ AS $function$
     GROUP BY s.name
   ) h
 $function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_default_running_full(max_n integer)
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+  SELECT coalesce(array_agg(r.group_), '{}')
+  FROM (
+    SELECT j.group_ FROM job j
+    WHERE j.group_default AND j.state = 'running'
+    GROUP BY j.group_
+    HAVING count(*) >= max_n
+  ) r
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_default_running_full(max_n integer) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.jobclock_default_used(window_start timestamp with time zone, max_n integer)
  RETURNS jsonb
@@ -1273,7 +1315,8 @@ CREATE TABLE job (
   after_ids bigint[],
   deps_pending integer,
   dependency_failure_runs boolean DEFAULT false NOT NULL,
-  has_dependents boolean DEFAULT false NOT NULL
+  has_dependents boolean DEFAULT false NOT NULL,
+  group_default boolean DEFAULT false NOT NULL
 ) WITH (autovacuum_analyze_scale_factor=0.05, autovacuum_analyze_threshold=50000, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_insert_scale_factor=0, autovacuum_vacuum_insert_threshold=100000, autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=20000, vacuum_index_cleanup=on);
 
 CREATE TABLE job_dependency (
@@ -1520,6 +1563,8 @@ CREATE INDEX job_attention_idx ON public.job USING btree (state, id) WHERE (stat
 CREATE INDEX job_attention_type_idx ON public.job USING btree (type, state, id) WHERE (state = ANY (ARRAY['failed'::text, 'dropped'::text, 'cancelled'::text]));
 CREATE INDEX job_deadline_idx ON public.job USING btree (deadline) WHERE ((state = 'running'::text) AND (deadline IS NOT NULL));
 CREATE UNIQUE INDEX job_debounce_key_idx ON public.job USING btree (debounce_key) WHERE ((state = 'queued'::text) AND (debounce_until IS NOT NULL));
+CREATE INDEX job_default_ended_idx ON public.job USING btree (group_, finished_at DESC) WHERE (group_default AND (finished_at IS NOT NULL));
+CREATE INDEX job_default_running_idx ON public.job USING btree (group_) WHERE (group_default AND (state = 'running'::text));
 CREATE INDEX job_fair_idx ON public.job USING btree (priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
 CREATE INDEX job_fair_type_idx ON public.job USING btree (type, priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
 CREATE INDEX job_final_id_idx ON public.job USING btree (id) WHERE (state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]));

@@ -92,6 +92,8 @@ export interface JobTable {
   dependency_failure_runs: Generated<boolean>;
   /** Some job runs after this one: a trigger looks at its end. */
   has_dependents: Generated<boolean>;
+  /** Begun under the groups default concurrency: counted as running in its group (migration 0036). */
+  group_default: Generated<boolean>;
 }
 
 /** The edges of the dependency graph, from a dependency to the job that runs after it (migration 0026). */

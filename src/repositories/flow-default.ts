@@ -12,9 +12,9 @@ export interface GroupsDefault {
   concurrency: number | null;
   /** At most `limit` leases of each undeclared group begin in any window of `windowMs`; null: no rate. */
   rate: DefaultRate | null;
-  /** Groups nobody declared that have jobs running under the default now (the permits held). */
+  /** Groups nobody declared that have jobs running under the default now. */
   groupsRunning: number;
-  /** Permit rows that exist now, held or not yet reclaimed: made on a group's first lease, deleted once idle. */
+  /** The places taken under the default concurrency now: jobs running under it, in all groups. */
   permits: number;
   /** Rate token rows that exist now: made on a group's first lease under the rate, deleted once out of every window. */
   tokens: number;
@@ -37,10 +37,12 @@ export async function groupsDefaultGet(db: Executor): Promise<GroupsDefault> {
     tokens: number;
   }>`
     SELECT d.concurrency, d.rate_limit, d.rate_window_ms,
-           (SELECT count(DISTINCT s.name) FROM flow_slot s WHERE s.kind = 'default-group' AND s.job_id IS NOT NULL)::int AS groups_running,
-           (SELECT count(*) FROM flow_slot s WHERE s.kind = 'default-group')::int AS permits,
+           r.groups_running, r.permits,
            (SELECT count(*) FROM flow_token t WHERE t.kind = 'default-group')::int AS tokens
-    FROM (SELECT 1) one LEFT JOIN flow_default d ON d.kind = 'group'`.execute(db.kysely);
+    FROM (SELECT 1) one LEFT JOIN flow_default d ON d.kind = 'group',
+         -- the places taken: the jobs running under the default (migration 0036), by group
+         (SELECT count(DISTINCT j.group_)::int AS groups_running, count(*)::int AS permits
+            FROM job j WHERE j.group_default AND j.state = 'running') r`.execute(db.kysely);
   const r = rows[0]!;
   return {
     concurrency: r.concurrency,

@@ -183,11 +183,12 @@ export async function flowFactsOf(db: Executor, type: string, group: string, now
       FROM flow_policy p
      WHERE (p.kind = 'type' AND p.name = ${type}) OR (p.kind = 'group' AND p.name = ${group})
     UNION ALL
-    -- a group without a policy of its own under /groups-default: its permits and tokens are made on demand
+    -- a group without a policy of its own under /groups-default: its jobs running under it, and its
+    -- tokens (made on demand)
     SELECT 'group', ${group}, false, d.concurrency, d.rate_limit, d.rate_window_ms, h.n, greatest(d.concurrency - h.n, 0),
            greatest(d.rate_limit - u.n, 0), u.next_at, true
       FROM flow_default d,
-           LATERAL (SELECT count(*)::int AS n FROM flow_slot s WHERE s.kind = 'default-group' AND s.name = ${group} AND s.job_id IS NOT NULL) h,
+           LATERAL (SELECT count(*)::int AS n FROM job j WHERE j.group_default AND j.state = 'running' AND j.group_ = ${group}) h,
            LATERAL (SELECT count(*)::int AS n, min(t.used_at) + d.rate_window_ms * interval '1 millisecond' AS next_at FROM flow_token t
                      WHERE t.kind = 'default-group' AND t.name = ${group} AND t.n <= d.rate_limit
                        AND t.used_at > ${now}::timestamptz - d.rate_window_ms * interval '1 millisecond') u

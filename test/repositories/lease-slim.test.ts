@@ -120,6 +120,38 @@ describe('the slim claim', () => {
     });
   }
 
+  for (const [label, concurrency, over] of [
+    ['1, untyped', 1, {}],
+    ['1, typed', 1, { types: ['t'] }],
+    ['2, by group', 2, { groups: ['g1', 'g3'] }],
+  ] as [string, number, Partial<LeaseParams>][]) {
+    it(`serves a default concurrency for groups as the full statement does (${label})`, async () => {
+      await mixedQueue();
+      await tdb.db.pool.query(`INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', $1, now())`, [concurrency]);
+      let begun = 0;
+      for (let round = 0; round < 6; round++) {
+        const full = await dryRun((tx) => jobLeaseFull(tx, params(over)));
+        const slim = await dryRun((tx) => jobLeaseSlim(tx, params(over)));
+        expect(slim).not.toBeNull();
+        expect(shape(slim!.leased)).toEqual(shape(full.leased));
+        expect(slim!.refused).toBe(full.refused);
+        const taken = await tdb.db.protocolTransaction(async (tx) => {
+          await seeded(tx);
+          return jobLease(tx, params(over));
+        });
+        expect(shape(taken.leased)).toEqual(shape(full.leased));
+        begun += taken.leased.length;
+        // never more running in a group than the default
+        const most = await tdb.db.pool.query<{ n: number }>(
+          `SELECT coalesce(max(n), 0)::int AS n FROM (SELECT count(*) AS n FROM job WHERE state = 'running' GROUP BY group_) x`,
+        );
+        expect(most.rows[0]!.n).toBeLessThanOrEqual(concurrency);
+        if (taken.leased.length === 0) break;
+      }
+      expect(begun).toBeGreaterThan(0);
+    });
+  }
+
   it('stands aside, changing nothing, for each thing only the full statement does', async () => {
     const cases: [string, () => Promise<unknown>, Partial<LeaseParams>?][] = [
       [
@@ -132,8 +164,16 @@ describe('the slim claim', () => {
           tdb.db.pool.query(`INSERT INTO flow_policy (kind, name, paused, concurrency, updated_at) VALUES ('group', 'g', false, 2, now())`),
       ],
       [
-        'a default for undeclared groups',
-        () => tdb.db.pool.query(`INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())`),
+        'a default rate for undeclared groups',
+        () => tdb.db.pool.query(`INSERT INTO flow_default (kind, rate_limit, rate_window_ms, updated_at) VALUES ('group', 5, 1000, now())`),
+      ],
+      [
+        'a default concurrency for undeclared groups beside a group with a policy of its own',
+        () =>
+          tdb.db.pool.query(
+            `INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now());
+             INSERT INTO flow_policy (kind, name, paused, updated_at) VALUES ('group', 'declared', false, now())`,
+          ),
       ],
       [
         'a push type, for a lease naming no types',

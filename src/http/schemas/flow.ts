@@ -186,10 +186,10 @@ export const GroupsDefaultSchema = z
     rate: z.string().nullable().meta({ example: '10/1s' }),
     groupsRunning: z.number().int().meta({ description: 'Undeclared groups with jobs running under the default now.' }),
     permits: z.number().int().meta({
-      description: "Permit rows that exist now: made on a group's first lease, deleted a minute after the group went idle.",
+      description: 'Places taken under the default concurrency now: the jobs running under it, in all groups (no row is kept per group).',
     }),
     tokens: z.number().int().meta({
       description: "Rate token rows that exist now: made on a group's first lease under the rate, deleted a minute after their window.",
     }),
   })
-  .meta({ id: 'GroupsDefault', example: { concurrency: 1, rate: '10/1s', groupsRunning: 12, permits: 40, tokens: 120 } });
+  .meta({ id: 'GroupsDefault', example: { concurrency: 1, rate: '10/1s', groupsRunning: 12, permits: 12, tokens: 120 } });

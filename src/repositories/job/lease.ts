@@ -93,7 +93,7 @@ export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<Le
   if (fullLeasesToGo > 0) fullLeasesToGo--;
   else {
     const slim = await jobLeaseSlim(db, p);
-    if (slim !== null) return { leased: slim.leased, dropped: [], refused: 0, more: slim.more, contended: slim.contended };
+    if (slim !== null) return { leased: slim.leased, dropped: [], refused: slim.refused, more: slim.more, contended: slim.contended };
     fullLeasesToGo = FULL_LEASES_AFTER_FALLBACK;
   }
   return jobLeaseFull(db, p);
@@ -278,7 +278,7 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     ),
     assigned AS MATERIALIZED (
       SELECT d.*, count(*) FILTER (WHERE NOT d.to_drop) OVER (ORDER BY d.priority DESC, d.run_at, d.id ROWS UNBOUNDED PRECEDING) AS slot,
-             h.k IS NOT NULL OR dh.k IS NOT NULL AS holds_slot,
+             h.k IS NOT NULL OR dh.k IS NOT NULL AS holds_slot, dh.k IS NOT NULL AS in_default,
              -- not before the job that held its slot stopped (see flow_slot.released_at)
              greatest(${now}, (SELECT x.released[h.k] FROM slot_holders x), (SELECT x.released[dh.k] FROM default_holders x)) AS start_at
       FROM decided d
@@ -298,6 +298,8 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
         finished_at = NULL,
         progress = NULL,
         holds_slot = d.holds_slot,
+        -- begun under the groups default: counted as running in its group (migration 0036)
+        group_default = d.in_default,
         -- a debounced job that began no longer holds its key (see migration 0024)
         debounce_until = NULL,
         updated_at = ${now}

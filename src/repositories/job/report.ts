@@ -203,18 +203,19 @@ export async function jobReport(
       WHERE j.id = ANY (ARRAY(SELECT id FROM input)) AND j.id = i.id AND j.lease_token = i.token
         AND j.state IN ('running', 'cancelled') AND ${withinGrace('j', v.now)}
       RETURNING ${returning}, i.token AS used_token, i.has_state AS used_has_state, i.task_state AS used_task_state, i.ord AS used_ord,
-                i.outcome AS used_outcome, i.final AS used_final
+                i.outcome AS used_outcome, i.final AS used_final, j.group_default AS used_group_default
     ),
     ${onlyFinished ? sql`` : failureEffects}
-    -- flow control: the slots of the jobs that stopped running are free again; waiting workers
-    -- are woken. Through flow_slot_job_idx whatever the table's statistics say (migration 0029:
+    -- flow control: the slots of the jobs that stopped running are free again, and so are the
+    -- places of those begun under the groups default (they no longer count as running); waiting
+    -- workers are woken. Through flow_slot_job_idx whatever the table's statistics say (migration 0029:
     -- the free permits of groups nobody declared stay a minute, and a plan made while the table
     -- was empty scanned them all); without a held slot anywhere, one probe of an empty index.
     released AS MATERIALIZED (
       SELECT jobclock_release_permits(ARRAY(SELECT u.id FROM upd u), ${n}) AS k
     ),
     slot_notify AS (
-      SELECT pg_notify(${JOBS_CHANNEL}, '') FROM released WHERE k > 0
+      SELECT pg_notify(${JOBS_CHANNEL}, '') FROM released WHERE k > 0 OR EXISTS (SELECT 1 FROM upd u WHERE u.used_group_default)
     )
     SELECT i.ord,
            CASE WHEN u.id IS NOT NULL THEN

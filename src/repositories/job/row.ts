@@ -6,7 +6,10 @@ import type { Job, LeasedJob } from '../../domain/job.js';
  * A job row as node-postgres returns it: the table's select types (timestamptz as Date, jsonb
  * parsed), int8 ids as numbers (see database.ts), without the internal `holds_slot` and `watched`.
  */
-export type JobRow = Omit<Selectable<JobTable>, 'id' | 'holds_slot' | 'watched' | 'debounce_until' | 'deps_pending' | 'has_dependents'> & {
+export type JobRow = Omit<
+  Selectable<JobTable>,
+  'id' | 'holds_slot' | 'watched' | 'debounce_until' | 'deps_pending' | 'has_dependents' | 'group_default'
+> & {
   id: number | string;
 };
 

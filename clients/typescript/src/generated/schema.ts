@@ -975,7 +975,7 @@ export interface components {
          *       "concurrency": 1,
          *       "rate": "10/1s",
          *       "groupsRunning": 12,
-         *       "permits": 40,
+         *       "permits": 12,
          *       "tokens": 120
          *     }
          */
@@ -983,7 +983,7 @@ export interface components {
             concurrency: number | null;
             /** @description Undeclared groups with jobs running under the default now. */
             groupsRunning: number;
-            /** @description Permit rows that exist now: made on a group's first lease, deleted a minute after the group went idle. */
+            /** @description Places taken under the default concurrency now: the jobs running under it, in all groups (no row is kept per group). */
             permits: number;
             /** @example 10/1s */
             rate: string | null;
