@@ -1,7 +1,8 @@
 /**
  * `node dist/bench/explain-lease.js`: EXPLAIN (ANALYZE, BUFFERS) of jobclock's lease statements as
  * src/repositories/jobs.ts prepares them (generic plans, as on the protocol connections) — the slim
- * claim (lease-slim.ts) and the full statement (jobLeaseFull), untyped and typed — of the raw claim
+ * claim (lease-slim.ts) and the full statement (jobLeaseFull), untyped and typed, and the slim claim
+ * with the groups default, typed — of the raw claim
  * of bench/'s (a) rows and of the batched report, each claiming or finishing 100 of 20,000
  * (EXPLAIN_JOBS) queued no-op jobs that belong to no periodic task, on a fresh embedded PostgreSQL.
  * EXPLAIN_POLICY=1 puts a concurrency limit of 1,000 and a rate of 50,000/1s, neither binding, on
@@ -75,6 +76,7 @@ try {
   await jobLeaseSlim(db, { now: new Date(), types: ['noop'], slots });
   await jobLeaseFull(db, { now: new Date(), slots });
   await jobLeaseFull(db, { now: new Date(), types: ['noop'], slots });
+  await jobLeaseSlim(db, { now: new Date(), types: ['noop'], slots }, true);
   dryRun = false;
   const leased = await jobLease(db, { now: new Date(), types: ['noop'], slots });
   // The report statement of POST /jobs/reports (without the jobs) for the jobs leased just now,
@@ -93,6 +95,7 @@ try {
     ['slim claim, types ["noop"]', captured[1]!.text, captured[1]!.values],
     ['full lease statement, no filter', captured[2]!.text, captured[2]!.values],
     ['full lease statement, types ["noop"]', captured[3]!.text, captured[3]!.values],
+    ['slim claim with the groups default, types ["noop"]', captured[4]!.text, captured[4]!.values],
     ['raw claim of (a)', CLAIM, [100, 'raw']],
     ['jobclock report of 100 finished jobs', captured[reportAt]!.text, captured[reportAt]!.values],
   ];

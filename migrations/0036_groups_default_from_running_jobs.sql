@@ -30,23 +30,140 @@ UPDATE job j SET group_default = true
   FROM flow_slot s
  WHERE s.kind = 'default-group' AND s.job_id = j.id AND j.state = 'running';
 
--- the running jobs begun under the default, by group (a lease reads the groups with every place taken)
+-- the running jobs begun under the default, by group (the lanes leave out groups with every place taken)
 CREATE INDEX job_default_running_idx ON job (group_) WHERE group_default AND state = 'running';
 -- when each group's jobs begun under the default ended, newest first
 CREATE INDEX job_default_ended_idx ON job (group_, finished_at DESC) WHERE group_default AND finished_at IS NOT NULL;
 
--- The groups with at least max_n jobs running under the default (job_default_running_idx).
-CREATE FUNCTION jobclock_default_running_full(max_n integer) RETURNS text[]
+-- The lanes (migration 0031), leaving out as they walk the groups with p_default_n or more jobs
+-- running under the default (when not null) that have no policy of its own: one probe of
+-- job_default_running_idx per lane looked at, which finds nothing for a group without a running
+-- job. Before, the lease read every such group first (as many rows as jobs running) and passed them
+-- in p_blocked_groups, which each lane looked at was compared with one by one.
+CREATE FUNCTION jobclock_lanes(p_types text[], p_groups text[], p_now timestamp with time zone, p_want integer, p_start integer, p_blocked_groups text[], p_default_n integer)
+ RETURNS TABLE(type text, priority integer, group_ text, hash integer, first_run_at timestamp with time zone, first_id bigint)
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+  src text;
+  lvl integer;
+  -- the first entry (in index order) of level lvl: its lane is the lowest on the ring
+  h0 integer;
+  g0 text;
+  r0 timestamptz;
+  i0 bigint;
+  found_n bigint;
+  due timestamptz := p_now + interval '1 millisecond';
+BEGIN
+  FOREACH src IN ARRAY coalesce(p_types, ARRAY[NULL::text]) LOOP
+    IF src IS NULL THEN
+      SELECT j.priority, hashtext(j.group_), j.group_, j.run_at, j.id INTO lvl, h0, g0, r0, i0 FROM job j
+       WHERE j.state = 'queued' ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1;
+    ELSE
+      SELECT j.priority, hashtext(j.group_), j.group_, j.run_at, j.id INTO lvl, h0, g0, r0, i0 FROM job j
+       WHERE j.state = 'queued' AND j.type = src
+       ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1;
+    END IF;
+    WHILE lvl IS NOT NULL LOOP
+      -- typed and untyped lanes are separate statements, each planned on its own index (one with
+      -- "src IS NULL OR j.type = src" would be planned once for both and fit neither)
+      IF p_groups IS NOT NULL AND src IS NULL THEN
+        -- the named groups: one probe each, for the first job
+        RETURN QUERY
+          SELECT src, lvl, g.name, hashtext(g.name), f.run_at, f.id FROM unnest(p_groups) AS g(name)
+          CROSS JOIN LATERAL (
+            SELECT j.run_at, j.id FROM job j
+            WHERE j.state = 'queued' AND j.priority = lvl
+              AND hashtext(j.group_) = hashtext(g.name) AND j.group_ = g.name
+            ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1) f
+          WHERE NOT (g.name = ANY (p_blocked_groups)) AND f.run_at < due AND (p_default_n IS NULL OR g.name IS NULL OR NOT (
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = g.name LIMIT p_default_n) x) >= p_default_n
+              AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = g.name)));
+      ELSIF p_groups IS NOT NULL THEN
+        RETURN QUERY
+          SELECT src, lvl, g.name, hashtext(g.name), f.run_at, f.id FROM unnest(p_groups) AS g(name)
+          CROSS JOIN LATERAL (
+            SELECT j.run_at, j.id FROM job j
+            WHERE j.state = 'queued' AND j.type = src AND j.priority = lvl
+              AND hashtext(j.group_) = hashtext(g.name) AND j.group_ = g.name
+            ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1) f
+          WHERE NOT (g.name = ANY (p_blocked_groups)) AND f.run_at < due AND (p_default_n IS NULL OR g.name IS NULL OR NOT (
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = g.name LIMIT p_default_n) x) >= p_default_n
+              AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = g.name)));
+      ELSIF src IS NULL THEN
+        -- the ring from p_start: each step finds the next lane's first entry, except where the
+        -- next lane is the level's first (read above)
+        RETURN QUERY
+          WITH RECURSIVE walk(h, g, below, run_at, id, done, steps) AS (
+            SELECT p_start, ''::text, 2147483648::bigint, NULL::timestamptz, NULL::bigint, false, 0
+            UNION ALL
+            SELECT coalesce(nx.h, -2147483648), coalesce(nx.g, ''), CASE WHEN nx.g IS NULL THEN p_start::bigint ELSE w.below END,
+                   nx.run_at, nx.id, nx.g IS NULL AND w.below <> 2147483648, w.steps + 1
+            FROM walk w LEFT JOIN LATERAL (
+              SELECT h0 AS h, g0 AS g, r0 AS run_at, i0 AS id WHERE (w.h, w.g) < (h0, g0) AND h0 < w.below
+              UNION ALL
+              (SELECT hashtext(j.group_), j.group_, j.run_at, j.id FROM job j
+                WHERE j.state = 'queued' AND j.priority = lvl
+                  AND (hashtext(j.group_), j.group_) > (w.h, w.g) AND hashtext(j.group_) < w.below
+                  AND NOT (w.h, w.g) < (h0, g0)
+                ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1)
+            ) nx ON true
+            WHERE NOT w.done AND w.steps < 1000 + p_want
+          )
+          SELECT src, lvl, w.g, w.h, w.run_at, w.id FROM walk w
+          WHERE w.run_at < due AND NOT (w.g = ANY (p_blocked_groups)) AND (p_default_n IS NULL OR w.g IS NULL OR NOT (
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = w.g LIMIT p_default_n) x) >= p_default_n
+              AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = w.g)))
+          LIMIT p_want;
+      ELSE
+        RETURN QUERY
+          WITH RECURSIVE walk(h, g, below, run_at, id, done, steps) AS (
+            SELECT p_start, ''::text, 2147483648::bigint, NULL::timestamptz, NULL::bigint, false, 0
+            UNION ALL
+            SELECT coalesce(nx.h, -2147483648), coalesce(nx.g, ''), CASE WHEN nx.g IS NULL THEN p_start::bigint ELSE w.below END,
+                   nx.run_at, nx.id, nx.g IS NULL AND w.below <> 2147483648, w.steps + 1
+            FROM walk w LEFT JOIN LATERAL (
+              SELECT h0 AS h, g0 AS g, r0 AS run_at, i0 AS id WHERE (w.h, w.g) < (h0, g0) AND h0 < w.below
+              UNION ALL
+              (SELECT hashtext(j.group_), j.group_, j.run_at, j.id FROM job j
+                WHERE j.state = 'queued' AND j.type = src AND j.priority = lvl
+                  AND (hashtext(j.group_), j.group_) > (w.h, w.g) AND hashtext(j.group_) < w.below
+                  AND NOT (w.h, w.g) < (h0, g0)
+                ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1)
+            ) nx ON true
+            WHERE NOT w.done AND w.steps < 1000 + p_want
+          )
+          SELECT src, lvl, w.g, w.h, w.run_at, w.id FROM walk w
+          WHERE w.run_at < due AND NOT (w.g = ANY (p_blocked_groups)) AND (p_default_n IS NULL OR w.g IS NULL OR NOT (
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = w.g LIMIT p_default_n) x) >= p_default_n
+              AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = w.g)))
+          LIMIT p_want;
+      END IF;
+      GET DIAGNOSTICS found_n = ROW_COUNT;
+      EXIT WHEN found_n > 0;
+      IF src IS NULL THEN
+        SELECT j.priority, hashtext(j.group_), j.group_, j.run_at, j.id INTO lvl, h0, g0, r0, i0 FROM job j
+         WHERE j.state = 'queued' AND j.priority < lvl ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1;
+      ELSE
+        SELECT j.priority, hashtext(j.group_), j.group_, j.run_at, j.id INTO lvl, h0, g0, r0, i0 FROM job j
+         WHERE j.state = 'queued' AND j.type = src AND j.priority < lvl
+         ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1;
+      END IF;
+      IF NOT FOUND THEN
+        lvl := NULL;
+      END IF;
+    END LOOP;
+  END LOOP;
+END;
+$function$;
+
+-- The six-argument form, which instances of the previous release call: the same lanes.
+CREATE OR REPLACE FUNCTION jobclock_lanes(p_types text[], p_groups text[], p_now timestamp with time zone, p_want integer, p_start integer, p_blocked_groups text[])
+RETURNS TABLE(type text, priority integer, group_ text, hash integer, first_run_at timestamp with time zone, first_id bigint)
 LANGUAGE sql STABLE
-SET enable_seqscan = off
 AS $$
-  SELECT coalesce(array_agg(r.group_), '{}')
-  FROM (
-    SELECT j.group_ FROM job j
-    WHERE j.group_default AND j.state = 'running'
-    GROUP BY j.group_
-    HAVING count(*) >= max_n
-  ) r
+  SELECT * FROM jobclock_lanes(p_types, p_groups, p_now, p_want, p_start, p_blocked_groups, NULL::integer)
 $$;
 
 -- For each of the groups named (distinct, at most 128 of them: a lease holds that many advisory
@@ -80,5 +197,4 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION jobclock_default_running_full(integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobclock_default_admit(text[], integer) FROM PUBLIC;

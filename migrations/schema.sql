@@ -149,22 +149,6 @@ AS $function$
   ) h
 $function$;
 
-CREATE OR REPLACE FUNCTION public.jobclock_default_running_full(max_n integer)
- RETURNS text[]
- LANGUAGE sql
- STABLE
- SET enable_seqscan TO 'off'
-AS $function$
-  SELECT coalesce(array_agg(r.group_), '{}')
-  FROM (
-    SELECT j.group_ FROM job j
-    WHERE j.group_default AND j.state = 'running'
-    GROUP BY j.group_
-    HAVING count(*) >= max_n
-  ) r
-$function$;
-REVOKE ALL ON FUNCTION public.jobclock_default_running_full(max_n integer) FROM PUBLIC;
-
 CREATE OR REPLACE FUNCTION public.jobclock_default_used(window_start timestamp with time zone, max_n integer)
  RETURNS jsonb
  LANGUAGE sql
@@ -786,6 +770,14 @@ REVOKE ALL ON FUNCTION public.jobclock_job_updated() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.jobclock_lanes(p_types text[], p_groups text[], p_now timestamp with time zone, p_want integer, p_start integer, p_blocked_groups text[])
  RETURNS TABLE(type text, priority integer, group_ text, hash integer, first_run_at timestamp with time zone, first_id bigint)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT * FROM jobclock_lanes(p_types, p_groups, p_now, p_want, p_start, p_blocked_groups, NULL::integer)
+$function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_lanes(p_types text[], p_groups text[], p_now timestamp with time zone, p_want integer, p_start integer, p_blocked_groups text[], p_default_n integer)
+ RETURNS TABLE(type text, priority integer, group_ text, hash integer, first_run_at timestamp with time zone, first_id bigint)
  LANGUAGE plpgsql
  STABLE
 AS $function$
@@ -821,7 +813,9 @@ BEGIN
             WHERE j.state = 'queued' AND j.priority = lvl
               AND hashtext(j.group_) = hashtext(g.name) AND j.group_ = g.name
             ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1) f
-          WHERE NOT (g.name = ANY (p_blocked_groups)) AND f.run_at < due;
+          WHERE NOT (g.name = ANY (p_blocked_groups)) AND f.run_at < due AND (p_default_n IS NULL OR g.name IS NULL OR NOT (
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = g.name LIMIT p_default_n) x) >= p_default_n
+              AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = g.name)));
       ELSIF p_groups IS NOT NULL THEN
         RETURN QUERY
           SELECT src, lvl, g.name, hashtext(g.name), f.run_at, f.id FROM unnest(p_groups) AS g(name)
@@ -830,7 +824,9 @@ BEGIN
             WHERE j.state = 'queued' AND j.type = src AND j.priority = lvl
               AND hashtext(j.group_) = hashtext(g.name) AND j.group_ = g.name
             ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1) f
-          WHERE NOT (g.name = ANY (p_blocked_groups)) AND f.run_at < due;
+          WHERE NOT (g.name = ANY (p_blocked_groups)) AND f.run_at < due AND (p_default_n IS NULL OR g.name IS NULL OR NOT (
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = g.name LIMIT p_default_n) x) >= p_default_n
+              AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = g.name)));
       ELSIF src IS NULL THEN
         -- the ring from p_start: each step finds the next lane's first entry, except where the
         -- next lane is the level's first (read above)
@@ -852,7 +848,9 @@ BEGIN
             WHERE NOT w.done AND w.steps < 1000 + p_want
           )
           SELECT src, lvl, w.g, w.h, w.run_at, w.id FROM walk w
-          WHERE w.run_at < due AND NOT (w.g = ANY (p_blocked_groups))
+          WHERE w.run_at < due AND NOT (w.g = ANY (p_blocked_groups)) AND (p_default_n IS NULL OR w.g IS NULL OR NOT (
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = w.g LIMIT p_default_n) x) >= p_default_n
+              AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = w.g)))
           LIMIT p_want;
       ELSE
         RETURN QUERY
@@ -873,7 +871,9 @@ BEGIN
             WHERE NOT w.done AND w.steps < 1000 + p_want
           )
           SELECT src, lvl, w.g, w.h, w.run_at, w.id FROM walk w
-          WHERE w.run_at < due AND NOT (w.g = ANY (p_blocked_groups))
+          WHERE w.run_at < due AND NOT (w.g = ANY (p_blocked_groups)) AND (p_default_n IS NULL OR w.g IS NULL OR NOT (
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = w.g LIMIT p_default_n) x) >= p_default_n
+              AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = w.g)))
           LIMIT p_want;
       END IF;
       GET DIAGNOSTICS found_n = ROW_COUNT;

@@ -7,7 +7,7 @@
  * workers report with the tokens they hold, the held permit still holds and is given back, the
  * queued jobs are leased, the final ones are found by search, and the scheduler goes on. And an
  * upgrade beside instances still at work: it gives up a lock it waits for too long, and a deadlock
- * with their statements, and is tried again.
+ * with their statements, and is tried again. And migration 0036 with a groups default permit held.
  */
 import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -18,6 +18,7 @@ import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createDb, type Db, ensureDatabase } from '../../src/db/database.js';
 import { isSchemaCurrent, knownMigrations, migrateToLatest, migrationsDir } from '../../src/db/migrate.js';
+import { jobLease, jobReport } from '../../src/repositories/jobs.js';
 import { migrateWithRetry } from '../../src/runtime.js';
 import { sleep, until } from '../support/wait.js';
 import { PeriodicScheduler } from '../../src/scheduler/periodic-scheduler.js';
@@ -274,5 +275,38 @@ it('an upgrade that meets a deadlock with an instance creating jobs is rolled ba
     expect(x.warnings.map((l) => JSON.parse(l).err.message as string)).toEqual([expect.stringContaining('deadlock detected')]);
     expect(await isSchemaCurrent(x.target.kysely, await knownMigrations())).toBe(true);
     expect((await x.target.pool.query(`SELECT count(*)::int AS n FROM job`)).rows[0].n).toBe(2);
+  });
+});
+
+it("a job running with a groups default permit when migration 0036 applies keeps its group's place, and gives it back", async () => {
+  await besideABusyInstance('default', '0035', 'SELECT 1', async (x) => {
+    await x.busy.query('COMMIT');
+    const at = new Date(T0);
+    // as the previous release left it: the default's permit held by the group's running job
+    await x.target.pool.query(`INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, $1)`, [at]);
+    const running = (
+      await x.target.pool.query<{ id: string }>(
+        `INSERT INTO job (type, group_, state, run_at, attempts, worker, lease_token, lease_expires_at, lease_duration, started_at, holds_slot)
+         VALUES ('t', 'g', 'running', $1, 1, 'w', '00000000-0000-4000-8000-000000000001', $1::timestamptz + interval '1 hour', 3600000, $1, true)
+         RETURNING id::text`,
+        [at],
+      )
+    ).rows[0]!.id;
+    await x.target.pool.query(`INSERT INTO flow_slot (kind, name, n, job_id) VALUES ('default-group', 'g', 1, $1)`, [running]);
+    const next = (
+      await x.target.pool.query<{ id: string }>(`INSERT INTO job (type, group_, run_at) VALUES ('t', 'g', $1) RETURNING id::text`, [at])
+    ).rows[0]!.id;
+    await migrateToLatest(x.target.kysely);
+    expect((await x.target.pool.query(`SELECT id::text FROM job WHERE group_default`)).rows).toEqual([{ id: running }]);
+    const lease = (ms: number) => jobLease(x.target, { now: new Date(T0 + ms), slots: [{ worker: 'w2', leaseMs: 60_000 }] });
+    expect((await lease(1_000)).leased).toEqual([]);
+    const [r] = await jobReport(
+      x.target,
+      [{ id: running, leaseToken: '00000000-0000-4000-8000-000000000001', outcome: 'finished', jitter: 1 }],
+      new Date(T0 + 2_000),
+    );
+    expect(r!.verdict).toBe('applied');
+    expect((await x.target.pool.query(`SELECT count(*)::int AS n FROM flow_slot WHERE job_id IS NOT NULL`)).rows[0].n).toBe(0);
+    expect((await lease(3_000)).leased.map((j) => j.id)).toEqual([next]);
   });
 });

@@ -100,6 +100,19 @@ describe('GET|PATCH /groups-default', () => {
     expect((await a.get('/groups-default')).body).toMatchObject({ groupsRunning: 1, permits: 2 });
   });
 
+  it('passes over a group with every place taken to the next one, also at a lower priority', async () => {
+    await a.patch('/groups-default', { concurrency: 1 });
+    const [first] = await batch([
+      { type: 't', group: 'busy', priority: 5 },
+      { type: 't', group: 'busy', priority: 5 },
+    ]);
+    const [low] = await batch([{ type: 't', group: 'idle', priority: 0 }]);
+    expect((await a.lease({ worker: 'w', limit: 1 })).map((j) => j.id)).toEqual([first!.id]);
+    // the busy group's next job comes first by priority, but its group has no place: the lanes
+    // leave the group out and walk on to the lower priority
+    expect((await instances[1]!.lease({ worker: 'w', limit: 5 })).map((j) => j.id)).toEqual([low!.id]);
+  });
+
   it.each([
     ['the slim claim', false],
     ['the full statement (a group declared a policy)', true],

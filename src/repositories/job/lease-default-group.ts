@@ -19,16 +19,14 @@ const undeclared = (group: RawBuilder<unknown>) =>
 
 /**
  * `group_policy`: the default (no row: none), read once; `group_default`: its concurrency,
- * `group_rate`: its rate. `default_held_full`: the groups with every place taken, read once
- * (jobclock_default_running_full: one grouped scan of the partial index of running jobs begun
- * under the default, as many rows as such jobs running);
- * `default_used`: the tokens used within the window, read once
- * (jobclock_default_used: a range of the partial index by used_at), as `used` {group: [n, …]};
- * `default_full`: the groups with every place taken or every token used, left out of the lanes
- * (unless they declared a policy of their own since). Nothing else reads flow_token by group: a
- * plan made while the table was empty (prepared statements keep theirs) would scan it whole once
- * per candidate. The cost of `default_used` grows
- * with the tokens used in the window (throughput × window): see bench/README.md.
+ * `group_rate`: its rate (the lanes leave out the groups with every place taken themselves:
+ * jobclock_lanes' p_default_n, migration 0036). `default_used`: the tokens used within the window,
+ * read once (jobclock_default_used: a range of the partial index by used_at), as `used`
+ * {group: [n, …]}; `default_full`: the groups with every token used, left out of the lanes (unless
+ * they declared a policy of their own since). Nothing else reads flow_token by group: a plan made
+ * while the table was empty (prepared statements keep theirs) would scan it whole once per
+ * candidate. The cost of `default_used` grows with the tokens used in the window (throughput ×
+ * window): see bench/README.md.
  */
 export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
     group_policy AS MATERIALIZED (
@@ -39,14 +37,8 @@ export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
     group_rate AS MATERIALIZED (
       SELECT g.rate_limit, ${now} - g.rate_window_ms * interval '1 millisecond' AS window_start FROM group_policy g WHERE g.rate_limit IS NOT NULL
     ),
-    -- read through functions that take the partial indexes whatever the tables' statistics say
-    -- (migration 0029): a plan made while they were empty scanned them whole
-    default_held_full AS MATERIALIZED (
-      SELECT coalesce((SELECT array_agg(f.name) FROM unnest(x.full_groups) f(name) WHERE ${undeclared(sql`f.name`)}), '{}') AS full_groups
-      FROM (SELECT CASE WHEN EXISTS (SELECT 1 FROM group_default)
-                        THEN jobclock_default_running_full((SELECT g.concurrency FROM group_default g))
-                        ELSE '{}'::text[] END AS full_groups) x
-    ),
+    -- read through a function that takes the partial index whatever the table's statistics say
+    -- (migration 0029): a plan made while it was empty scanned it whole
     default_used AS MATERIALIZED (
       SELECT x.used,
              coalesce((SELECT array_agg(e.key) FROM jsonb_each(x.used) e
@@ -55,7 +47,10 @@ export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
                         THEN jobclock_default_used((SELECT r.window_start FROM group_rate r), (SELECT r.rate_limit FROM group_rate r))
                         ELSE '{}'::jsonb END AS used) x
     ),
-    default_full AS MATERIALIZED (SELECT h.full_groups || u.full_groups AS groups FROM default_held_full h, default_used u)`;
+    default_full AS MATERIALIZED (SELECT u.full_groups AS groups FROM default_used u)`;
+
+/** The groups default's concurrency for jobclock_lanes (null: none), after defaultGroupBlocked. */
+export const DEFAULT_CONCURRENCY = sql`(SELECT g.concurrency FROM group_default g)`;
 
 /** The tokens of a group used within the window (a JSON array, empty for none). */
 const usedTokens = (group: RawBuilder<unknown>) => sql`coalesce((SELECT u.used -> ${group} FROM default_used u), '[]'::jsonb)`;

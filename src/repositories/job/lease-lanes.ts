@@ -23,6 +23,11 @@ export interface LaneClaim {
   limit: unknown;
   /** Groups that are no lanes (a text[] expression). */
   blockedGroups: RawBuilder<unknown>;
+  /**
+   * The groups default's concurrency (an int expression; none: no default): groups without a policy
+   * of their own with that many jobs running under it are no lanes either.
+   */
+  defaultConcurrency?: RawBuilder<unknown>;
   /** A condition without which the statement walks no lane at all. */
   onlyIf?: RawBuilder<unknown>;
   /** The columns `picked` takes of each job (of alias j). */
@@ -64,7 +69,8 @@ export function laneCtes(c: LaneClaim): RawBuilder<unknown> {
     lanes AS MATERIALIZED (
       SELECT l.*, random() AS r
       FROM jobclock_lanes(${c.laneTypes}, ${c.groups}::text[], ${c.now}, ${c.want}::int,
-                          (floor(random() * 4294967296) - 2147483648)::int, ${c.blockedGroups}) l
+                          (floor(random() * 4294967296) - 2147483648)::int, ${c.blockedGroups},
+                          ${c.defaultConcurrency ?? sql`NULL`}::int) l
       ${c.onlyIf ? sql`WHERE ${c.onlyIf}` : sql``}
     ),
     top_lanes AS MATERIALIZED (SELECT * FROM lanes WHERE priority = (SELECT max(priority) FROM lanes)),

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
 import { laneCtes, laneWant, leaseLengthMs, moreCte } from './lease-lanes.js';
-import { defaultGroupBlocked, defaultGroupPlaces, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
+import { DEFAULT_CONCURRENCY, defaultGroupBlocked, defaultGroupPlaces, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
 import { JOB_COLUMNS, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { ms } from './sql.js';
 
@@ -56,11 +56,22 @@ export interface SlimLeaseResult {
  * same share per lane, `more` and `contended` decided the same way), but without the ~30 stages
  * of the full statement, and takes its slots as two arrays rather than JSON.
  *
+ * It comes in two forms. The plain claim (`groupsDefault` false) serves no flow control at all; the
+ * claim with the default (true) serves a default concurrency for groups as well. Its parts for the
+ * default cost the README loop's lease some 15 % where no default is set (measured in lockstep), so
+ * it is used only where one is (jobLease).
+ *
  * When any of those conditions does not hold — read in the statement's own snapshot, as the full
  * statement reads them — it leases nothing and answers null: the caller runs the full statement
- * (the row locks this one took ended with it, or are the caller's own in a transaction).
+ * (the row locks this one took ended with it, or are the caller's own in a transaction); or, from
+ * the plain claim where only a default concurrency for groups is set, 'groups-default': the caller
+ * runs the claim with the default.
  */
-export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Promise<SlimLeaseResult | null> {
+export async function jobLeaseSlim(
+  db: PreparedExecutor,
+  p: SlimLeaseParams,
+  groupsDefault = false,
+): Promise<SlimLeaseResult | 'groups-default' | null> {
   const byType = p.types !== undefined && p.types.length > 0;
   const byGroup = p.groups !== undefined && p.groups.length > 0;
   const values = {
@@ -78,17 +89,84 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
     slot: number | null;
     start_at: Date | null;
     fallback: boolean;
+    groups_default: boolean;
     more: boolean;
     contended: boolean;
     refused: number | null;
   };
-  const rows = await compiledOnce(db, `lease-slim${byType ? '+type' : ''}${byGroup ? '+group' : ''}`, values, (v) => {
+  const name = `lease-slim${groupsDefault ? '+default' : ''}${byType ? '+type' : ''}${byGroup ? '+group' : ''}`;
+  const rows = await compiledOnce(db, name, values, (v) => {
     const now = sql`${v.now}::timestamptz`;
     // an untyped lease takes no job of a push type (those go to the type's endpoint)
     const pushTypes = byType ? sql`` : sql`OR EXISTS (SELECT 1 FROM push_type)`;
     const laneTypes = byType ? sql`ARRAY(SELECT DISTINCT t FROM unnest(${v.types}::text[]) AS t)` : sql`NULL::text[]`;
     const claim = { byType, now, laneTypes, groups: v.groups, want: v.want, limit: v.limit };
     const lease = leaseLengthMs;
+    const columns = sql`j.id, j.type, j.group_, j.priority, j.run_at, j.periodic_task_id, j.start_by`;
+    const returned = sql.join(RETURNED.map((c) => sql.ref(`j.${c}`)));
+    // what only the full statement does: flow control, periodic tasks' machinery, startBy
+    const special = sql`
+    special AS MATERIALIZED (
+      SELECT (SELECT g.full FROM gate g)
+          OR EXISTS (SELECT 1 FROM candidates c WHERE c.periodic_task_id IS NOT NULL OR c.start_by IS NOT NULL) AS fallback
+    )`;
+    if (!groupsDefault)
+      // The plain claim: no flow control at all. When it stands aside because of a default
+      // concurrency for groups alone, it says so (the claim with the default serves that).
+      return sql<Row>`
+    WITH gate AS MATERIALIZED (
+      SELECT EXISTS (SELECT 1 FROM flow_policy p WHERE p.paused OR p.concurrency IS NOT NULL OR p.rate_limit IS NOT NULL)
+          OR EXISTS (SELECT 1 FROM flow_default d WHERE d.kind = 'group' AND (d.concurrency IS NOT NULL OR d.rate_limit IS NOT NULL))
+          ${pushTypes} AS full
+    ),
+    ${laneCtes({ ...claim, blockedGroups: sql`'{}'::text[]`, onlyIf: sql`NOT (SELECT g.full FROM gate g)`, columns })},
+    candidates AS MATERIALIZED (
+      SELECT p.* FROM (SELECT p.*, row_number() OVER (PARTITION BY p.lane_type, p.group_ ORDER BY p.run_at, p.id) AS turn FROM picked p) p
+      ORDER BY p.turn, p.r LIMIT ${v.limit}
+    ),
+    ${special},
+    -- slots in the full statement's order: priority desc, run_at, id
+    -- and each slot's worker and lease read from the arrays by position (a join with the arrays
+    -- unnested was planned as a nested loop over them: slots × candidates rows)
+    assigned AS MATERIALIZED (
+      SELECT a.id, a.slot, (${v.workers}::text[])[a.slot] AS worker, (${v.leases}::bigint[])[a.slot] AS lease,
+             (${v.tokens}::uuid[])[a.slot] AS token
+      FROM (SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.run_at, c.id) AS slot FROM candidates c
+            WHERE NOT (SELECT x.fallback FROM special x)) a
+    ),
+    ${moreCte(claim)},
+    leased AS (
+      UPDATE job j SET
+        state = 'running',
+        worker = s.worker,
+        attempts = j.attempts + 1,
+        lease_token = s.token,
+        lease_expires_at = ${now} + ${ms(lease)},
+        lease_duration = ${lease},
+        started_at = ${now},
+        deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE ${now} + ${ms(sql`j.timebox`)} END,
+        finished_at = NULL,
+        progress = NULL,
+        holds_slot = false,
+        group_default = false,
+        debounce_until = NULL,
+        updated_at = ${now}
+      FROM assigned s
+      WHERE j.id = s.id
+      RETURNING ${returned}, s.slot
+    )
+    SELECT ${sql.join(RETURNED.map((c) => sql.ref(`l.${c}`)))}, l.slot, NULL::timestamptz AS start_at, false AS fallback,
+           false AS groups_default, false AS more, false AS contended, NULL::int AS refused
+    FROM leased l
+    UNION ALL
+    SELECT ${sql.join(RETURNED.map(() => sql`NULL`))}, NULL, NULL, x.fallback,
+           -- standing aside for a default concurrency for groups alone (read only then)
+           x.fallback AND (SELECT g.full FROM gate g) AND NOT EXISTS (SELECT 1 FROM flow_policy p)
+             AND EXISTS (SELECT 1 FROM flow_default d WHERE d.kind = 'group' AND d.concurrency IS NOT NULL AND d.rate_limit IS NULL)
+             ${byType ? sql`` : sql`AND NOT EXISTS (SELECT 1 FROM push_type)`},
+           m.more, m.contended, NULL
+    FROM special x, more m
+    WHERE x.fallback OR m.more OR m.contended`;
     return sql<Row>`
     WITH gate AS MATERIALIZED (
       SELECT EXISTS (SELECT 1 FROM flow_policy p WHERE p.paused OR p.concurrency IS NOT NULL OR p.rate_limit IS NOT NULL)
@@ -101,21 +179,17 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
     ${laneCtes({
       ...claim,
       blockedGroups: sql`(SELECT f.groups FROM default_full f)`,
+      defaultConcurrency: DEFAULT_CONCURRENCY,
       onlyIf: sql`NOT (SELECT g.full FROM gate g)`,
-      columns: sql`j.id, j.type, j.group_, j.priority, j.run_at, j.periodic_task_id, j.run_interval, j.start_by`,
+      columns: sql`${columns}, j.run_interval`,
     })},
     candidates AS MATERIALIZED (
       SELECT p.* FROM (SELECT p.*, row_number() OVER (PARTITION BY p.lane_type, p.group_ ORDER BY p.run_at, p.id) AS turn FROM picked p) p
       WHERE ${WITHIN_DEFAULT_GROUP_SHARE}
       ORDER BY p.turn, p.r LIMIT ${v.limit}
     ),
-    -- what only the full statement does: flow control, periodic tasks' machinery, startBy
-    special AS MATERIALIZED (
-      SELECT (SELECT g.full FROM gate g)
-          OR EXISTS (SELECT 1 FROM candidates c WHERE c.periodic_task_id IS NOT NULL OR c.start_by IS NOT NULL) AS fallback
-    ),
-    -- under a default concurrency for groups: the candidates that begin in their group's place
-    -- (none refused by a declared limit here)
+    ${special},
+    -- the candidates that begin in their group's place (none refused by a declared limit here)
     refused AS MATERIALIZED (SELECT NULL::bigint AS id WHERE false),
     ${defaultGroupPlaces(now)},
     default_holders AS MATERIALIZED (
@@ -125,10 +199,7 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
     all_refused AS MATERIALIZED (
       SELECT d.id FROM default_needs d WHERE NOT (SELECT x.fallback FROM special x) AND NOT d.id = ANY ((SELECT h.ids FROM default_holders h)::bigint[])
     ),
-    -- slots in the full statement's order: priority desc, run_at, id
-    -- and each slot's worker and lease read from the arrays by position (a join with the arrays
-    -- unnested was planned as a nested loop over them: slots × candidates rows); a job begun in its
-    -- group's place starts not before its group's last job ended
+    -- as in the plain claim; a job begun in its group's place starts not before its group's last job ended
     assigned AS MATERIALIZED (
       SELECT a.id, a.slot, (${v.workers}::text[])[a.slot] AS worker, (${v.leases}::bigint[])[a.slot] AS lease,
              (${v.tokens}::uuid[])[a.slot] AS token, a.k IS NOT NULL AS in_default,
@@ -157,13 +228,13 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
         updated_at = ${now}
       FROM assigned s
       WHERE j.id = s.id
-      RETURNING ${sql.join(RETURNED.map((c) => sql.ref(`j.${c}`)))}, s.slot, CASE WHEN s.start_at > ${now} THEN s.start_at END AS start_at
+      RETURNING ${returned}, s.slot, CASE WHEN s.start_at > ${now} THEN s.start_at END AS start_at
     )
-    SELECT ${sql.join(RETURNED.map((c) => sql.ref(`l.${c}`)))}, l.slot, l.start_at, false AS fallback, false AS more, false AS contended,
-           NULL::int AS refused
+    SELECT ${sql.join(RETURNED.map((c) => sql.ref(`l.${c}`)))}, l.slot, l.start_at, false AS fallback, false AS groups_default,
+           false AS more, false AS contended, NULL::int AS refused
     FROM leased l
     UNION ALL
-    SELECT ${sql.join(RETURNED.map(() => sql`NULL`))}, NULL, NULL, x.fallback, m.more, m.contended, (SELECT count(*)::int FROM all_refused)
+    SELECT ${sql.join(RETURNED.map(() => sql`NULL`))}, NULL, NULL, x.fallback, false, m.more, m.contended, (SELECT count(*)::int FROM all_refused)
     FROM special x, more m
     WHERE x.fallback OR m.more OR m.contended OR EXISTS (SELECT 1 FROM all_refused)`;
   });
@@ -187,7 +258,7 @@ export async function jobLeaseSlim(db: PreparedExecutor, p: SlimLeaseParams): Pr
       r.progress = null;
       r.updated_at = p.now;
       leased.push(leasedFromRow(r, null, Number(r.slot) - 1));
-    } else if (r.fallback) return null;
+    } else if (r.fallback) return r.groups_default ? 'groups-default' : null;
     else {
       more = r.more;
       contended = r.contended;

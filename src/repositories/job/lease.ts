@@ -4,8 +4,8 @@ import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
 import { laneCtes, laneWant, leaseLengthMs, moreCte } from './lease-lanes.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
-import { defaultGroupBlocked, defaultGroupGrants, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
-import { jobLeaseSlim } from './lease-slim.js';
+import { DEFAULT_CONCURRENCY, defaultGroupBlocked, defaultGroupGrants, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
+import { jobLeaseSlim, type SlimLeaseResult } from './lease-slim.js';
 import { iso, ms } from './sql.js';
 
 /** One place in a claim: a job for this worker, leased for this long. */
@@ -90,24 +90,45 @@ export const CONTENDED_EMPTY_ROUNDS = 3;
  */
 export async function jobLease(db: PreparedExecutor, p: LeaseParams): Promise<LeaseResult> {
   if (p.slots.length === 0) return { leased: [], dropped: [] };
-  if (fullLeasesToGo > 0) fullLeasesToGo--;
-  else {
+  if (leasesToGo > 0) leasesToGo--;
+  else first = 'slim';
+  if (first === 'slim') {
     const slim = await jobLeaseSlim(db, p);
-    if (slim !== null) return { leased: slim.leased, dropped: [], refused: slim.refused, more: slim.more, contended: slim.contended };
-    fullLeasesToGo = FULL_LEASES_AFTER_FALLBACK;
+    if (slim !== null && slim !== 'groups-default') return fromSlim(slim);
+    firstFor(slim === null ? 'full' : 'slim+default');
+    if (slim === null) return jobLeaseFull(db, p);
+  }
+  if (first === 'slim+default') {
+    const slim = await jobLeaseSlim(db, p, true);
+    if (slim !== null && slim !== 'groups-default') return fromSlim(slim);
+    firstFor('full');
   }
   return jobLeaseFull(db, p);
 }
 
+const fromSlim = (slim: SlimLeaseResult): LeaseResult => ({
+  leased: slim.leased,
+  dropped: [],
+  refused: slim.refused,
+  more: slim.more,
+  contended: slim.contended,
+});
+
 /**
- * After the slim claim stood aside (flow control configured, or a periodic task's job or one with a
- * startBy among its candidates), the next leases of this process go straight to the full statement:
- * where that happened once it tends to go on, and each slim attempt that stands aside is a wasted
- * statement. Then the slim claim is tried again. Either statement answers correctly at any time;
- * this only decides which is tried first.
+ * After the plain slim claim stood aside (flow control configured, or a periodic task's job or one
+ * with a startBy among its candidates), the next leases of this process go straight to the
+ * statement that served instead — the slim claim with the groups default where only that is set,
+ * else the full statement: where that happened once it tends to go on, and each claim that stands
+ * aside is a wasted statement. Then the plain claim is tried again. Every statement answers
+ * correctly at any time; this only decides which is tried first.
  */
-const FULL_LEASES_AFTER_FALLBACK = 20;
-let fullLeasesToGo = 0;
+const LEASES_AFTER_FALLBACK = 20;
+let leasesToGo = 0;
+let first: 'slim' | 'slim+default' | 'full' = 'slim';
+const firstFor = (statement: 'slim+default' | 'full') => {
+  first = statement;
+  leasesToGo = LEASES_AFTER_FALLBACK;
+};
 
 /** The full lease statement, whatever the candidates (what jobLease does when the slim claim stands aside). */
 export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promise<LeaseResult> {
@@ -171,6 +192,7 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     ${laneCtes({
       ...claim,
       blockedGroups: sql`(SELECT b.groups FROM blocked_keys b) || (SELECT f.groups FROM default_full f)`,
+      defaultConcurrency: DEFAULT_CONCURRENCY,
       columns,
       untypedJobsAlso: sql`NOT j.type = ANY((SELECT b.types FROM blocked_keys b)::text[])`,
     })},
