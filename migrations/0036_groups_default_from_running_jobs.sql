@@ -21,14 +21,25 @@
 -- this one while a default concurrency is set (it counts permits, this one running jobs):
 -- docs/deploying.md, "Upgrading".
 --
+-- The row trigger on a change of state fired for every job a lease gave a permit (holds_slot set
+-- by the same update), only to find nothing to release: it fires now when the job held one before
+-- the update and still does (what its function looks at).
+--
 -- Locks: job (ACCESS EXCLUSIVE briefly to add the column, which has a constant default and so
--- rewrites nothing; SHARE while the two indexes are built, each a read of the table).
+-- rewrites nothing, and to replace the trigger; SHARE while the two indexes are built, each a read
+-- of the table).
 
 ALTER TABLE job ADD COLUMN group_default boolean NOT NULL DEFAULT false;
 
 UPDATE job j SET group_default = true
   FROM flow_slot s
  WHERE s.kind = 'default-group' AND s.job_id = j.id AND j.state = 'running';
+
+DROP TRIGGER job_state_changed ON job;
+CREATE TRIGGER job_state_changed AFTER UPDATE OF state ON job FOR EACH ROW
+  WHEN (((OLD.holds_slot AND NEW.holds_slot) OR NEW.has_dependents OR NEW.periodic_task_id IS NOT NULL OR NEW.watched)
+        AND NEW.state IS DISTINCT FROM OLD.state)
+  EXECUTE FUNCTION jobclock_job_state_changed();
 
 -- the running jobs begun under the default, by group (the lanes leave out groups with every place taken)
 CREATE INDEX job_default_running_idx ON job (group_) WHERE group_default AND state = 'running';
@@ -166,10 +177,10 @@ AS $$
   SELECT * FROM jobclock_lanes(p_types, p_groups, p_now, p_want, p_start, p_blocked_groups, NULL::integer)
 $$;
 
--- For each of the groups named (distinct, at most 128 of them: a lease holds that many advisory
--- locks at most) whose lock this transaction takes: how many more jobs may begin (max_n minus those
--- running under the default), and when its last job begun under the default ended. A group whose
--- lock another transaction holds is not returned. The advisory locks are of class 1245923140
+-- For each of the groups named (distinct, at most 500 of them, as many as a claim's slots: a lease
+-- holds that many advisory locks at most; beyond, a random 500) whose lock this transaction takes:
+-- how many more jobs may begin (max_n minus those running under the default), and when its last job
+-- begun under the default ended. A group whose lock another transaction holds is not returned. The advisory locks are of class 1245923140
 -- (two-key form), keyed by hashtext(group): two groups of one hash share a lock, which only makes
 -- one of them wait for a claim.
 CREATE FUNCTION jobclock_default_admit(names text[], max_n integer)
@@ -181,7 +192,8 @@ DECLARE
   locked text[];
 BEGIN
   SELECT coalesce(array_agg(g.name), '{}') INTO locked
-  FROM (SELECT DISTINCT u.name FROM unnest(names) u(name) WHERE u.name IS NOT NULL ORDER BY u.name LIMIT 128) g
+  FROM (SELECT d.name FROM (SELECT DISTINCT u.name FROM unnest(names) u(name) WHERE u.name IS NOT NULL) d
+        ORDER BY random() LIMIT 500) g
   WHERE pg_try_advisory_xact_lock(1245923140, hashtext(g.name));
   -- a statement of its own: its snapshot is taken now, after the locks, and sees every lease that
   -- held one of them committed

@@ -89,7 +89,8 @@ DECLARE
   locked text[];
 BEGIN
   SELECT coalesce(array_agg(g.name), '{}') INTO locked
-  FROM (SELECT DISTINCT u.name FROM unnest(names) u(name) WHERE u.name IS NOT NULL ORDER BY u.name LIMIT 128) g
+  FROM (SELECT d.name FROM (SELECT DISTINCT u.name FROM unnest(names) u(name) WHERE u.name IS NOT NULL) d
+        ORDER BY random() LIMIT 500) g
   WHERE pg_try_advisory_xact_lock(1245923140, hashtext(g.name));
   -- a statement of its own: its snapshot is taken now, after the locks, and sees every lease that
   -- held one of them committed
@@ -1605,6 +1606,6 @@ CREATE TRIGGER job_inserted_notify AFTER INSERT ON public.job FOR EACH STATEMENT
 CREATE TRIGGER job_release_slots_on_delete AFTER DELETE ON public.job FOR EACH ROW WHEN (old.holds_slot) EXECUTE FUNCTION jobclock_release_deleted_slots();
 CREATE TRIGGER job_search_on_delete AFTER DELETE ON public.job REFERENCING OLD TABLE AS jobclock_gone FOR EACH STATEMENT EXECUTE FUNCTION jobclock_search_on_delete();
 CREATE TRIGGER job_search_on_insert AFTER INSERT ON public.job FOR EACH ROW WHEN ((new.state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]))) EXECUTE FUNCTION jobclock_search_on_insert();
-CREATE TRIGGER job_state_changed AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN (((new.holds_slot OR new.has_dependents OR (new.periodic_task_id IS NOT NULL) OR new.watched) AND (new.state IS DISTINCT FROM old.state))) EXECUTE FUNCTION jobclock_job_state_changed();
+CREATE TRIGGER job_state_changed AFTER UPDATE OF state ON public.job FOR EACH ROW WHEN ((((old.holds_slot AND new.holds_slot) OR new.has_dependents OR (new.periodic_task_id IS NOT NULL) OR new.watched) AND (new.state IS DISTINCT FROM old.state))) EXECUTE FUNCTION jobclock_job_state_changed();
 CREATE TRIGGER job_updated AFTER UPDATE ON public.job REFERENCING OLD TABLE AS jobclock_old NEW TABLE AS jobclock_new FOR EACH STATEMENT EXECUTE FUNCTION jobclock_job_updated();
 CREATE TRIGGER periodic_task_webhook_events BEFORE UPDATE OF consecutive_failures, last_success_at ON public.periodic_task FOR EACH ROW WHEN (((new.consecutive_failures IS DISTINCT FROM old.consecutive_failures) OR (new.last_success_at IS DISTINCT FROM old.last_success_at))) EXECUTE FUNCTION jobclock_webhook_task_events();
