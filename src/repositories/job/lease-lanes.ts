@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely';
 import { DEFAULT_LEASE_MS } from '../../domain/job.js';
+import { ms } from './sql.js';
 
 /**
  * The claim's part that the full lease statement (lease.ts) and the slim claim (lease-slim.ts)
@@ -112,6 +113,37 @@ export function moreCte(
                AND (SELECT count(*) FROM (SELECT DISTINCT p.lane_type, p.group_ FROM picked p) x) < (SELECT count(*) FROM top_lanes) AS contended
     )`;
 }
+
+/**
+ * What a lease sets on each job `j` it begins (the SET list of every lease statement's UPDATE):
+ * running for `worker` with lease token `token` from `start` (now, or later when the job that held
+ * its place ended later by the clock that recorded it), the lease's length from slot `s`
+ * (leaseLengthMs), a new attempt; `holdsSlot`: it holds a permit or a place of the groups default,
+ * `groupDefault`: begun under the groups default (migration 0036).
+ */
+export const leasedJobSet = (c: {
+  now: RawBuilder<unknown>;
+  start: RawBuilder<unknown>;
+  worker: RawBuilder<unknown>;
+  token: RawBuilder<unknown>;
+  holdsSlot: RawBuilder<unknown>;
+  groupDefault: RawBuilder<unknown>;
+}) => sql`
+        state = 'running',
+        worker = ${c.worker},
+        attempts = j.attempts + 1,
+        lease_token = ${c.token},
+        lease_expires_at = ${c.start} + ${ms(leaseLengthMs)},
+        lease_duration = ${leaseLengthMs},
+        started_at = ${c.start},
+        deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE ${c.start} + ${ms(sql`j.timebox`)} END,
+        finished_at = NULL,
+        progress = NULL,
+        holds_slot = ${c.holdsSlot},
+        group_default = ${c.groupDefault},
+        -- a debounced job that began no longer holds its key (see migration 0024)
+        debounce_until = NULL,
+        updated_at = ${c.now}`;
 
 /** A lease's length for slot `s` and job `j`: the slot's, else the job type's default (a probe of a table that is empty unless types have defaults), else jobclock's. */
 export const leaseLengthMs = sql`coalesce(s.lease, (SELECT td.lease FROM job_type_defaults td WHERE td.type = j.type), ${DEFAULT_LEASE_MS}::bigint)`;

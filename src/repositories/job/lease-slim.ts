@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
-import { laneCtes, laneWant, leaseLengthMs, moreCte } from './lease-lanes.js';
+import { laneCtes, laneWant, leasedJobSet, moreCte } from './lease-lanes.js';
 import { DEFAULT_CONCURRENCY, defaultGroupBlocked, defaultGroupPlaces, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
 import { JOB_COLUMNS, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
-import { ms } from './sql.js';
 
 /**
  * The columns the claim sends back: not those it sets to what the caller knows (state, worker,
@@ -101,7 +100,6 @@ export async function jobLeaseSlim(
     const pushTypes = byType ? sql`` : sql`OR EXISTS (SELECT 1 FROM push_type)`;
     const laneTypes = byType ? sql`ARRAY(SELECT DISTINCT t FROM unnest(${v.types}::text[]) AS t)` : sql`NULL::text[]`;
     const claim = { byType, now, laneTypes, groups: v.groups, want: v.want, limit: v.limit };
-    const lease = leaseLengthMs;
     const columns = sql`j.id, j.type, j.group_, j.priority, j.run_at, j.periodic_task_id, j.start_by`;
     const returned = sql.join(RETURNED.map((c) => sql.ref(`j.${c}`)));
     // what only the full statement does: flow control, periodic tasks' machinery, startBy
@@ -136,21 +134,14 @@ export async function jobLeaseSlim(
     ),
     ${moreCte(claim)},
     leased AS (
-      UPDATE job j SET
-        state = 'running',
-        worker = s.worker,
-        attempts = j.attempts + 1,
-        lease_token = s.token,
-        lease_expires_at = ${now} + ${ms(lease)},
-        lease_duration = ${lease},
-        started_at = ${now},
-        deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE ${now} + ${ms(sql`j.timebox`)} END,
-        finished_at = NULL,
-        progress = NULL,
-        holds_slot = false,
-        group_default = false,
-        debounce_until = NULL,
-        updated_at = ${now}
+      UPDATE job j SET ${leasedJobSet({
+        now,
+        start: now,
+        worker: sql`s.worker`,
+        token: sql`s.token`,
+        holdsSlot: sql`false`,
+        groupDefault: sql`false`,
+      })}
       FROM assigned s
       WHERE j.id = s.id
       RETURNING ${returned}, s.slot
@@ -211,21 +202,14 @@ export async function jobLeaseSlim(
     ),
     ${moreCte(claim)},
     leased AS (
-      UPDATE job j SET
-        state = 'running',
-        worker = s.worker,
-        attempts = j.attempts + 1,
-        lease_token = s.token,
-        lease_expires_at = s.start_at + ${ms(lease)},
-        lease_duration = ${lease},
-        started_at = s.start_at,
-        deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE s.start_at + ${ms(sql`j.timebox`)} END,
-        finished_at = NULL,
-        progress = NULL,
-        holds_slot = s.in_default,
-        group_default = s.in_default,
-        debounce_until = NULL,
-        updated_at = ${now}
+      UPDATE job j SET ${leasedJobSet({
+        now,
+        start: sql`s.start_at`,
+        worker: sql`s.worker`,
+        token: sql`s.token`,
+        holdsSlot: sql`s.in_default`,
+        groupDefault: sql`s.in_default`,
+      })}
       FROM assigned s
       WHERE j.id = s.id
       RETURNING ${returned}, s.slot, CASE WHEN s.start_at > ${now} THEN s.start_at END AS start_at

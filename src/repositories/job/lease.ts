@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
-import { laneCtes, laneWant, leaseLengthMs, moreCte } from './lease-lanes.js';
+import { laneCtes, laneWant, leasedJobSet, moreCte } from './lease-lanes.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { DEFAULT_CONCURRENCY, defaultGroupBlocked, defaultGroupGrants, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
 import { jobLeaseSlim, type SlimLeaseResult } from './lease-slim.js';
@@ -165,7 +165,6 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     const claim = { byType, now, laneTypes, groups: v.groups, want: v.want, limit: v.limit };
     const pushTypes = byType ? sql`` : sql`|| ARRAY(SELECT pt.type FROM push_type pt)`;
     const contendedTypes = byType ? sql`true` : sql`cardinality((SELECT b.types FROM blocked_keys b)) = 0`;
-    const lease = leaseLengthMs;
     const windowStart = (alias: string) => sql`${now} - ${ms(sql`${sql.ref(`${alias}.rate_window_ms`)}`)}`;
     return sql<Row>`
     WITH slots AS MATERIALIZED (
@@ -308,23 +307,14 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
       LEFT JOIN LATERAL (SELECT array_position(x.ids, d.id) AS k FROM default_holders x) dh ON dh.k IS NOT NULL
     ),
     leased AS (
-      UPDATE job j SET
-        state = 'running',
-        worker = s.worker,
-        attempts = j.attempts + 1,
-        lease_token = s.token,
-        lease_expires_at = d.start_at + ${ms(lease)},
-        lease_duration = ${lease},
-        started_at = d.start_at,
-        deadline = CASE WHEN j.timebox IS NULL THEN NULL ELSE d.start_at + ${ms(sql`j.timebox`)} END,
-        finished_at = NULL,
-        progress = NULL,
-        holds_slot = d.holds_slot,
-        -- begun under the groups default: counted as running in its group (migration 0036)
-        group_default = d.in_default,
-        -- a debounced job that began no longer holds its key (see migration 0024)
-        debounce_until = NULL,
-        updated_at = ${now}
+      UPDATE job j SET ${leasedJobSet({
+        now,
+        start: sql`d.start_at`,
+        worker: sql`s.worker`,
+        token: sql`s.token`,
+        holdsSlot: sql`d.holds_slot`,
+        groupDefault: sql`d.in_default`,
+      })}
       FROM assigned d JOIN slots s ON s.n = d.slot
       -- a primary-key probe per job: the candidates come from lanes whose estimate is small (an
       -- "id = ANY(list)" guard here, once needed, became a probe of the whole list per job)
