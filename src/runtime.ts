@@ -3,7 +3,7 @@ import type { Config } from './config.js';
 import { createDb, type Db, ensureDatabase, redactUrl } from './db/database.js';
 import { type EmbeddedServer, startEmbedded } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
-import { SQLSTATE } from './db/pg-errors.js';
+import { isTransientConflict, SQLSTATE } from './db/pg-errors.js';
 
 /** The database jobclock runs on: DATABASE_URL's server, or its own embedded one. */
 export interface Runtime {
@@ -55,7 +55,7 @@ export async function migrateWithRetry(
     } catch (err) {
       const code = (err as { code?: string }).code;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
-      if ([code, cause].some((c) => c === SQLSTATE.lockNotAvailable || c === SQLSTATE.deadlockDetected)) {
+      if (isTransientConflict(err) || isTransientConflict((err as { cause?: unknown }).cause)) {
         logger.warn(
           { err: { message: (err as Error).message }, retryInMs: 1_000 },
           'the upgrade was rolled back: other transactions held the tables it changes (lock timeout or deadlock); trying again',
