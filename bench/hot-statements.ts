@@ -47,6 +47,13 @@ function rewritten(db: Db, rewrite: (text: string) => string): Db {
 /** Setup that spreads the copied queue's jobs over `n` groups (job i in group i mod n), rewritten. */
 const spreadOver = (n: number) => [`UPDATE job SET group_ = 'g' || (id % ${n})`, 'VACUUM FULL job', 'ANALYZE job'];
 
+/** The slim claim with the groups default's parts (lease-slim.ts), which must not stand aside. */
+const slimWithDefault: LeaseFn = (db, slots) =>
+  jobLeaseSlim(db, { now: new Date(), types: ['noop'], slots }, true).then((r) => {
+    if (r === null || r === 'groups-default') throw new Error('the slim claim with the default stood aside');
+    return { leased: r.leased, dropped: [] };
+  });
+
 /** The lease statements compared; each gets the same queue and the same report. */
 const LEASES: Record<string, Lease> = {
   // jobLease: the slim claim while it applies
@@ -81,14 +88,15 @@ const LEASES: Record<string, Lease> = {
     lease: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
     setup: spreadOver(100_000),
   },
+  // the slim claim with the default's parts where no default is set: what those parts cost alone
+  'groups100k-default-form': {
+    lease: (db, slots) => slimWithDefault(db, slots),
+    setup: spreadOver(100_000),
+  },
   // (the slim claim with the default called directly: jobLease would send the other variants' next
   // leases of this process to it as well)
   seq100k: {
-    lease: (db, slots) =>
-      jobLeaseSlim(db, { now: new Date(), types: ['noop'], slots }, true).then((r) => {
-        if (r === null || r === 'groups-default') throw new Error('the slim claim with the default stood aside');
-        return { leased: r.leased, dropped: [] };
-      }),
+    lease: (db, slots) => slimWithDefault(db, slots),
     setup: [...spreadOver(100_000), "INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())"],
   },
   // the same through the full statement (where a group declared a policy of its own). Called
