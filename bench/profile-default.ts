@@ -5,7 +5,9 @@
  * 100, then PROFILE_CYCLES (default 80) more with pg_stat_statements tracking nested statements and
  * track_functions on, and prints the time per lease of each statement (the functions' own statements
  * too: jobclock_lanes' walk, jobclock_default_admit's two) and each function's calls.
- * PROFILE_DEFAULT=0 leaves the default unset (the same statements, its parts idle).
+ * PROFILE_DEFAULT=0 leaves the default unset (the same statements, its parts idle); PROFILE_FORM=plain
+ * takes the plain slim claim instead (with PROFILE_DEFAULT=0); PROFILE_GROUPS the number of groups
+ * (0: every job in the default group, the README loop's queue).
  * PROFILE_REWRITE='[["regexp", "replacement"], …]' rewrites the lease statement's text first (each
  * must match): a part taken out, measured against the statement whole.
  */
@@ -25,7 +27,8 @@ try {
     EXECUTE format('ALTER DATABASE %I SET pg_stat_statements.track = ''all''', current_database()); END $$`);
   await setup.destroy();
   const db = createDb({ url: fresh.url, poolSize: 2 });
-  await db.pool.query(`UPDATE job SET group_ = 'g' || (id % 100000)`);
+  const groups = Number(process.env.PROFILE_GROUPS ?? 100_000);
+  if (groups > 0) await db.pool.query(`UPDATE job SET group_ = 'g' || (id % ${groups})`);
   await db.pool.query('VACUUM FULL job');
   await db.pool.query('ANALYZE job');
   if (process.env.PROFILE_DEFAULT !== '0')
@@ -47,7 +50,7 @@ try {
     },
   };
   const cycle = async () => {
-    const r = await jobLeaseSlim(leaseDb, { now: new Date(), types: ['noop'], slots }, true);
+    const r = await jobLeaseSlim(leaseDb, { now: new Date(), types: ['noop'], slots }, process.env.PROFILE_FORM !== 'plain');
     if (r === null || r === 'groups-default') throw new Error('stood aside');
     await jobReport(
       db,

@@ -97,11 +97,11 @@ BEGIN
   RETURN QUERY
     SELECT l.name, greatest(max_n - r.n, 0)::int,
            (SELECT j.finished_at FROM job j
-             WHERE j.group_default AND j.finished_at IS NOT NULL AND j.group_ = l.name
-             ORDER BY j.group_, j.finished_at DESC LIMIT 1)
+             WHERE j.group_default AND j.finished_at IS NOT NULL AND hashtext(j.group_) = hashtext(l.name) AND j.group_ = l.name
+             ORDER BY hashtext(j.group_), j.group_, j.finished_at DESC LIMIT 1)
     FROM unnest(locked) l(name)
     CROSS JOIN LATERAL (
-      SELECT count(*)::int AS n FROM job j WHERE j.group_default AND j.state = 'running' AND j.group_ = l.name
+      SELECT count(*)::int AS n FROM job j WHERE j.group_default AND coalesce(j.state = 'running', false) AND hashtext(j.group_) = hashtext(l.name) AND j.group_ = l.name
     ) r;
 END;
 $function$;
@@ -149,6 +149,36 @@ AS $function$
     GROUP BY s.name
   ) h
 $function$;
+
+CREATE OR REPLACE FUNCTION public.jobclock_default_starts(groups text[], ranks integer[], in_order boolean[], max_n integer, at timestamp with time zone)
+ RETURNS timestamp with time zone[]
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+DECLARE
+  locked boolean[];
+BEGIN
+  -- a group named twice is locked twice: the second time at once, by the transaction holding it
+  SELECT array_agg(CASE WHEN x.o AND x.rank <= max_n AND x.g IS NOT NULL
+                        THEN pg_try_advisory_xact_lock(1245923140, hashtext(x.g)) ELSE false END ORDER BY x.k)
+    INTO locked
+    FROM unnest(groups, in_order, ranks) WITH ORDINALITY x(g, o, rank, k);
+  -- a statement of its own: its snapshot is taken now, after the locks
+  RETURN ARRAY(
+    SELECT CASE WHEN locked[x.k]
+                 AND x.rank <= max_n - (SELECT count(*) FROM (
+                       SELECT 1 FROM job j
+                       WHERE j.group_default AND coalesce(j.state = 'running', false) AND hashtext(j.group_) = hashtext(x.g) AND j.group_ = x.g
+                       LIMIT max_n) r)
+                THEN greatest(at, (SELECT j.finished_at FROM job j
+                                    WHERE j.group_default AND j.finished_at IS NOT NULL
+                                      AND hashtext(j.group_) = hashtext(x.g) AND j.group_ = x.g
+                                    ORDER BY hashtext(j.group_), j.group_, j.finished_at DESC LIMIT 1)) END
+    FROM unnest(groups, ranks) WITH ORDINALITY x(g, rank, k)
+    ORDER BY x.k);
+END;
+$function$;
+REVOKE ALL ON FUNCTION public.jobclock_default_starts(groups text[], ranks integer[], in_order boolean[], max_n integer, at timestamp with time zone) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION public.jobclock_default_used(window_start timestamp with time zone, max_n integer)
  RETURNS jsonb
@@ -815,7 +845,7 @@ BEGIN
               AND hashtext(j.group_) = hashtext(g.name) AND j.group_ = g.name
             ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1) f
           WHERE NOT (g.name = ANY (p_blocked_groups)) AND f.run_at < due AND (p_default_n IS NULL OR g.name IS NULL OR NOT (
-              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = g.name LIMIT p_default_n) x) >= p_default_n
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND coalesce(r.state = 'running', false) AND hashtext(r.group_) = hashtext(g.name) AND r.group_ = g.name LIMIT p_default_n) x) >= p_default_n
               AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = g.name)));
       ELSIF p_groups IS NOT NULL THEN
         RETURN QUERY
@@ -826,7 +856,7 @@ BEGIN
               AND hashtext(j.group_) = hashtext(g.name) AND j.group_ = g.name
             ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id LIMIT 1) f
           WHERE NOT (g.name = ANY (p_blocked_groups)) AND f.run_at < due AND (p_default_n IS NULL OR g.name IS NULL OR NOT (
-              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = g.name LIMIT p_default_n) x) >= p_default_n
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND coalesce(r.state = 'running', false) AND hashtext(r.group_) = hashtext(g.name) AND r.group_ = g.name LIMIT p_default_n) x) >= p_default_n
               AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = g.name)));
       ELSIF src IS NULL THEN
         -- the ring from p_start: each step finds the next lane's first entry, except where the
@@ -850,7 +880,7 @@ BEGIN
           )
           SELECT src, lvl, w.g, w.h, w.run_at, w.id FROM walk w
           WHERE w.run_at < due AND NOT (w.g = ANY (p_blocked_groups)) AND (p_default_n IS NULL OR w.g IS NULL OR NOT (
-              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = w.g LIMIT p_default_n) x) >= p_default_n
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND coalesce(r.state = 'running', false) AND hashtext(r.group_) = hashtext(w.g) AND r.group_ = w.g LIMIT p_default_n) x) >= p_default_n
               AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = w.g)))
           LIMIT p_want;
       ELSE
@@ -873,7 +903,7 @@ BEGIN
           )
           SELECT src, lvl, w.g, w.h, w.run_at, w.id FROM walk w
           WHERE w.run_at < due AND NOT (w.g = ANY (p_blocked_groups)) AND (p_default_n IS NULL OR w.g IS NULL OR NOT (
-              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND r.state = 'running' AND r.group_ = w.g LIMIT p_default_n) x) >= p_default_n
+              (SELECT count(*) FROM (SELECT 1 FROM job r WHERE r.group_default AND coalesce(r.state = 'running', false) AND hashtext(r.group_) = hashtext(w.g) AND r.group_ = w.g LIMIT p_default_n) x) >= p_default_n
               AND NOT EXISTS (SELECT 1 FROM flow_policy fp WHERE fp.kind = 'group' AND fp.name = w.g)))
           LIMIT p_want;
       END IF;
@@ -1564,8 +1594,8 @@ CREATE INDEX job_attention_idx ON public.job USING btree (state, id) WHERE (stat
 CREATE INDEX job_attention_type_idx ON public.job USING btree (type, state, id) WHERE (state = ANY (ARRAY['failed'::text, 'dropped'::text, 'cancelled'::text]));
 CREATE INDEX job_deadline_idx ON public.job USING btree (deadline) WHERE ((state = 'running'::text) AND (deadline IS NOT NULL));
 CREATE UNIQUE INDEX job_debounce_key_idx ON public.job USING btree (debounce_key) WHERE ((state = 'queued'::text) AND (debounce_until IS NOT NULL));
-CREATE INDEX job_default_ended_idx ON public.job USING btree (group_, finished_at DESC) WHERE (group_default AND (finished_at IS NOT NULL));
-CREATE INDEX job_default_running_idx ON public.job USING btree (group_) WHERE (group_default AND (state = 'running'::text));
+CREATE INDEX job_default_ended_idx ON public.job USING btree (hashtext(group_), group_, finished_at DESC) WHERE (group_default AND (finished_at IS NOT NULL));
+CREATE INDEX job_default_running_idx ON public.job USING btree (hashtext(group_), group_) WHERE (group_default AND COALESCE((state = 'running'::text), false));
 CREATE INDEX job_fair_idx ON public.job USING btree (priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
 CREATE INDEX job_fair_type_idx ON public.job USING btree (type, priority DESC, hashtext(group_), group_, run_at, id) WHERE (state = 'queued'::text);
 CREATE INDEX job_final_id_idx ON public.job USING btree (id) WHERE (state = ANY (ARRAY['finished'::text, 'failed'::text, 'dropped'::text, 'cancelled'::text]));

@@ -40,9 +40,10 @@ export async function groupsDefaultGet(db: Executor): Promise<GroupsDefault> {
            r.groups_running, r.permits,
            (SELECT count(*) FROM flow_token t WHERE t.kind = 'default-group')::int AS tokens
     FROM (SELECT 1) one LEFT JOIN flow_default d ON d.kind = 'group',
-         -- the places taken: the jobs running under the default (migration 0036), by group
+         -- the places taken: the jobs running under the default (migration 0036), by group; the
+         -- condition is job_default_running_idx's (migration 0037)
          (SELECT count(DISTINCT j.group_)::int AS groups_running, count(*)::int AS permits
-            FROM job j WHERE j.group_default AND j.state = 'running') r`.execute(db.kysely);
+            FROM job j WHERE j.group_default AND coalesce(j.state = 'running', false)) r`.execute(db.kysely);
   const r = rows[0]!;
   return {
     concurrency: r.concurrency,

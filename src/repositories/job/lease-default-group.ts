@@ -116,7 +116,7 @@ export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
  */
 export const defaultGroupPlaces = (now: RawBuilder<unknown>) => sql`
     default_needs AS MATERIALIZED (
-      SELECT c.id, c.group_, c.priority, c.run_at, row_number() OVER (PARTITION BY c.group_ ORDER BY c.priority DESC, c.run_at, c.id) AS rn
+      SELECT c.id, c.group_, c.priority, c.run_at, row_number() OVER (PARTITION BY hashtext(c.group_), c.group_ ORDER BY c.priority DESC, c.run_at, c.id) AS rn
       FROM candidates c
       WHERE EXISTS (SELECT 1 FROM group_policy) AND c.id NOT IN (SELECT id FROM refused)
         AND (c.start_by <= ${now}) IS NOT TRUE AND NOT (c.periodic_task_id IS NOT NULL AND c.run_interval IS NOT NULL)

@@ -3,7 +3,6 @@ import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
 import { laneCtes, laneWant, leasedJobSet, moreCte } from './lease-lanes.js';
-import { DEFAULT_CONCURRENCY, defaultGroupBlocked, defaultGroupPlaces, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
 import { JOB_COLUMNS, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 
 /**
@@ -158,6 +157,9 @@ export async function jobLeaseSlim(
            m.more, m.contended, NULL
     FROM special x, more m
     WHERE x.fallback OR m.more OR m.contended`;
+    // The claim with the default. The gate leaves it no group with a policy of its own while a
+    // default concurrency is set, and no default rate: every candidate is of an undeclared group,
+    // and the default's only part is the concurrency.
     return sql<Row>`
     WITH gate AS MATERIALIZED (
       SELECT EXISTS (SELECT 1 FROM flow_policy p WHERE p.paused OR p.concurrency IS NOT NULL OR p.rate_limit IS NOT NULL)
@@ -166,39 +168,53 @@ export async function jobLeaseSlim(
               AND EXISTS (SELECT 1 FROM flow_policy p WHERE p.kind = 'group'))
           ${pushTypes} AS full
     ),
-    ${defaultGroupBlocked(now)},
+    group_default AS MATERIALIZED (SELECT d.concurrency AS n FROM flow_default d WHERE d.kind = 'group' AND d.concurrency IS NOT NULL),
     ${laneCtes({
       ...claim,
-      blockedGroups: sql`(SELECT f.groups FROM default_full f)`,
-      defaultConcurrency: DEFAULT_CONCURRENCY,
+      blockedGroups: sql`'{}'::text[]`,
+      defaultConcurrency: sql`(SELECT g.n FROM group_default g)`,
       onlyIf: sql`NOT (SELECT g.full FROM gate g)`,
       columns: sql`${columns}, j.run_interval`,
     })},
+    -- a lane gives no more candidates than the default concurrency; k: each one's place in the claim
     candidates AS MATERIALIZED (
-      SELECT p.* FROM (SELECT p.*, row_number() OVER (PARTITION BY p.lane_type, p.group_ ORDER BY p.run_at, p.id) AS turn FROM picked p) p
-      WHERE ${WITHIN_DEFAULT_GROUP_SHARE}
-      ORDER BY p.turn, p.r LIMIT ${v.limit}
+      SELECT p.*, row_number() OVER (ORDER BY p.turn, p.r) AS k FROM (
+        SELECT p.* FROM (SELECT p.*, row_number() OVER (PARTITION BY p.lane_type, hashtext(p.group_), p.group_ ORDER BY p.run_at, p.id) AS turn FROM picked p) p
+        WHERE p.turn <= coalesce((SELECT g.n FROM group_default g), 2147483647)
+        ORDER BY p.turn, p.r LIMIT ${v.limit}) p
     ),
     ${special},
-    -- the candidates that begin in their group's place (none refused by a declared limit here)
-    refused AS MATERIALIZED (SELECT NULL::bigint AS id WHERE false),
-    ${defaultGroupPlaces(now)},
-    default_holders AS MATERIALIZED (
-      SELECT coalesce(array_agg(d.id), '{}') AS ids, coalesce(array_agg(d.last_end), '{}') AS released
-      FROM default_places d WHERE EXISTS (SELECT 1 FROM group_default)
+    -- under the default, when each candidate starts (by k; null: it may not begin now), decided by
+    -- jobclock_default_starts (migration 0037) from its group, its rank within its group in this
+    -- claim and whether it is in order: every queued job of its group that comes before it (runAt,
+    -- creation; the lanes hold the highest priority with a runnable job) is a candidate too — one
+    -- that another lease holds locked (SKIP LOCKED passed it over) keeps its turn. A range of
+    -- job_fair_idx per candidate.
+    starts AS MATERIALIZED (
+      SELECT jobclock_default_starts(array_agg(d.group_ ORDER BY d.k), array_agg(d.rn::int ORDER BY d.k),
+                                     array_agg(d.in_order ORDER BY d.k), (SELECT g.n FROM group_default g), ${now}) AS at
+      FROM (
+        SELECT d.k, d.group_, d.rn,
+               (SELECT count(*) FROM (
+                  SELECT 1 FROM job j
+                  WHERE j.state = 'queued' AND j.priority = d.priority AND hashtext(j.group_) = hashtext(d.group_) AND j.group_ = d.group_
+                    AND (j.run_at, j.id) < (d.run_at, d.id)
+                  LIMIT d.rn) x) < d.rn AS in_order
+        FROM (SELECT c.*, row_number() OVER (PARTITION BY hashtext(c.group_), c.group_ ORDER BY c.priority DESC, c.run_at, c.id) AS rn FROM candidates c) d
+      ) d
+      WHERE EXISTS (SELECT 1 FROM group_default) AND NOT (SELECT x.fallback FROM special x)
+      HAVING count(*) > 0
     ),
-    all_refused AS MATERIALIZED (
-      SELECT d.id FROM default_needs d WHERE NOT (SELECT x.fallback FROM special x) AND NOT d.id = ANY ((SELECT h.ids FROM default_holders h)::bigint[])
+    begins AS MATERIALIZED (
+      SELECT c.*, CASE WHEN EXISTS (SELECT 1 FROM group_default) THEN (SELECT s.at[c.k] FROM starts s) ELSE ${now} END AS start_at
+      FROM candidates c WHERE NOT (SELECT x.fallback FROM special x)
     ),
     -- as in the plain claim; a job begun in its group's place starts not before its group's last job ended
     assigned AS MATERIALIZED (
       SELECT a.id, a.slot, (${v.workers}::text[])[a.slot] AS worker, (${v.leases}::bigint[])[a.slot] AS lease,
-             (${v.tokens}::uuid[])[a.slot] AS token, a.k IS NOT NULL AS in_default,
-             greatest(${now}, (SELECT h.released[a.k] FROM default_holders h)) AS start_at
-      FROM (SELECT c.id, row_number() OVER (ORDER BY c.priority DESC, c.run_at, c.id) AS slot,
-                   (SELECT array_position(h.ids, c.id) FROM default_holders h) AS k
-            FROM candidates c
-            WHERE NOT (SELECT x.fallback FROM special x) AND NOT c.id = ANY (ARRAY(SELECT r.id FROM all_refused r))) a
+             (${v.tokens}::uuid[])[a.slot] AS token, EXISTS (SELECT 1 FROM group_default) AS in_default, a.start_at
+      FROM (SELECT b.id, b.start_at, row_number() OVER (ORDER BY b.priority DESC, b.run_at, b.id) AS slot FROM begins b
+            WHERE b.start_at IS NOT NULL) a
     ),
     ${moreCte(claim)},
     leased AS (
@@ -218,9 +234,10 @@ export async function jobLeaseSlim(
            false AS more, false AS contended, NULL::int AS refused
     FROM leased l
     UNION ALL
-    SELECT ${sql.join(RETURNED.map(() => sql`NULL`))}, NULL, NULL, x.fallback, false, m.more, m.contended, (SELECT count(*)::int FROM all_refused)
+    SELECT ${sql.join(RETURNED.map(() => sql`NULL`))}, NULL, NULL, x.fallback, false, m.more, m.contended,
+           (SELECT count(*)::int FROM begins b WHERE b.start_at IS NULL)
     FROM special x, more m
-    WHERE x.fallback OR m.more OR m.contended OR EXISTS (SELECT 1 FROM all_refused)`;
+    WHERE x.fallback OR m.more OR m.contended OR EXISTS (SELECT 1 FROM begins b WHERE b.start_at IS NULL)`;
   });
   const leased: LeasedInSlot[] = [];
   let more = false;
