@@ -4,7 +4,7 @@
  * database of its own. AB_OTHER: B's build of src/repositories/jobs.js (default: this one);
  * AB_SETUP_A / AB_SETUP_B: SQL run on A's / B's database first; AB_REWRITE_B: [regexp,
  * replacement] pairs applied to B's lease statement; AB_DEFAULT=0 sets no default, AB_FORM=plain
- * takes the plain slim claim. Prints each one's µs per lease and report.
+ * takes the plain slim claim (AB_DEFAULT_A, AB_FORM_B…: for one side). Prints each one's µs per lease and report.
  */
 import { createDb } from '../src/db/database.js';
 import * as here from '../src/repositories/jobs.js';
@@ -19,6 +19,7 @@ try {
   const templates = new Templates(server, 40_000, 10, log);
   const template = await templates.jobclockJobs();
   const side = async (tag: string, code: Leases, setup: string | undefined, rewrite: string | undefined) => {
+    const env = (name: string) => process.env[`${name}_${tag}`] ?? process.env[name];
     const fresh = await server.createDatabase(template);
     await fresh.settle();
     const s = createDb({ url: fresh.url, poolSize: 1 });
@@ -28,7 +29,7 @@ try {
     await db.pool.query(`UPDATE job SET group_ = 'g' || (id % 100000)`);
     await db.pool.query('VACUUM FULL job');
     await db.pool.query('ANALYZE job');
-    if (process.env.AB_DEFAULT !== '0')
+    if (env('AB_DEFAULT') !== '0')
       await db.pool.query(`INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())`);
     if (setup) await db.pool.query(setup);
     await db.pool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
@@ -50,7 +51,7 @@ try {
       db,
       fresh,
       cycle: async () => {
-        const r = await code.jobLeaseSlim(leaseDb, { now: new Date(), types: ['noop'], slots }, process.env.AB_FORM !== 'plain');
+        const r = await code.jobLeaseSlim(leaseDb, { now: new Date(), types: ['noop'], slots }, env('AB_FORM') !== 'plain');
         if (r === null || r === 'groups-default') throw new Error('stood aside');
         await code.jobReport(
           db,

@@ -189,22 +189,15 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION jobclock_default_starts(groups text[], ranks integer[], in_order boolean[], max_n integer, at timestamptz)
+CREATE FUNCTION jobclock_default_starts(groups text[], ranks integer[], locked boolean[], max_n integer, at timestamptz)
 RETURNS timestamptz[]
 LANGUAGE plpgsql VOLATILE
 SET enable_seqscan = off
 AS $$
-DECLARE
-  locked boolean[];
 BEGIN
-  -- a group named twice is locked twice: the second time at once, by the transaction holding it
-  SELECT array_agg(CASE WHEN x.o AND x.rank <= max_n AND x.g IS NOT NULL
-                        THEN pg_try_advisory_xact_lock(1245923140, hashtext(x.g)) ELSE false END ORDER BY x.k)
-    INTO locked
-    FROM unnest(groups, in_order, ranks) WITH ORDINALITY x(g, o, rank, k);
-  -- a statement of its own: its snapshot is taken now, after the locks
+  -- the statement's snapshot is taken now, after the caller took the locks
   RETURN ARRAY(
-    SELECT CASE WHEN locked[x.k]
+    SELECT CASE WHEN x.locked
                  AND x.rank <= max_n - (SELECT count(*) FROM (
                        SELECT 1 FROM job j
                        WHERE j.group_default AND coalesce(j.state = 'running', false) AND hashtext(j.group_) = hashtext(x.g) AND j.group_ = x.g
@@ -213,7 +206,7 @@ BEGIN
                                     WHERE j.group_default AND j.finished_at IS NOT NULL
                                       AND hashtext(j.group_) = hashtext(x.g) AND j.group_ = x.g
                                     ORDER BY hashtext(j.group_), j.group_, j.finished_at DESC LIMIT 1)) END
-    FROM unnest(groups, ranks) WITH ORDINALITY x(g, rank, k)
+    FROM unnest(groups, ranks, locked) WITH ORDINALITY x(g, rank, locked, k)
     ORDER BY x.k);
 END;
 $$;

@@ -49,6 +49,13 @@ export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
     ),
     default_full AS MATERIALIZED (SELECT u.full_groups AS groups FROM default_used u)`;
 
+/**
+ * The class of the transaction-level advisory locks (two-key form, keyed by hashtext(group)) a
+ * lease takes on the groups it begins jobs of under the default concurrency: jobclock_default_admit
+ * and the slim claim (migrations 0036, 0037) take the same.
+ */
+export const DEFAULT_GROUP_LOCK = sql.lit(1245923140);
+
 /** The groups default's concurrency for jobclock_lanes (null: none), after defaultGroupBlocked. */
 export const DEFAULT_CONCURRENCY = sql`(SELECT g.concurrency FROM group_default g)`;
 

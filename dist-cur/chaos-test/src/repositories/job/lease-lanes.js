@@ -1,0 +1,76 @@
+import { sql } from 'kysely';
+import { DEFAULT_LEASE_MS } from '../../domain/job.js';
+/**
+ * How many lanes (groups) a lease looks at: every group when there are few, a random run of the
+ * hash ring of groups when there are more.
+ */
+export const laneWant = (slots) => Math.min(Math.max(slots, 32), 200);
+/**
+ * The CTEs `lanes`, `top_lanes`, `quota` and `picked` (the lanes' jobs, locked, with `lane_type`
+ * and the lane's random `r`). Each lane's claim starts at the lane's first job (jobclock_lanes,
+ * migration 0031) by an index descent, not by walking the entries of jobs that left the queue; the
+ * bound leads with the group's hash, which only the fairness indexes lead with (a bound leading with
+ * run_at gave job_queued_run_at_idx a range under the generic plan).
+ */
+export function laneCtes(c) {
+    const due = sql `j.run_at < ${c.now} + interval '1 millisecond'
+              AND (hashtext(j.group_), j.group_, j.run_at, j.id) >= (l.hash, l.group_, l.first_run_at, l.first_id)`;
+    const laneJobs = c.byType
+        ? sql `SELECT ${c.columns} FROM job j
+            WHERE j.state = 'queued' AND j.type = l.type AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
+              AND ${due}
+            ORDER BY j.type, j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
+            LIMIT (SELECT q FROM quota)
+            FOR UPDATE SKIP LOCKED`
+        : sql `SELECT ${c.columns} FROM job j
+            WHERE j.state = 'queued' AND j.priority = l.priority AND hashtext(j.group_) = l.hash AND j.group_ = l.group_
+              AND ${due}${c.untypedJobsAlso ? sql ` AND ${c.untypedJobsAlso}` : sql ``}
+            ORDER BY j.priority DESC, hashtext(j.group_), j.group_, j.run_at, j.id
+            LIMIT (SELECT q FROM quota)
+            FOR UPDATE SKIP LOCKED`;
+    return sql `
+    lanes AS MATERIALIZED (
+      SELECT l.*, random() AS r
+      FROM jobclock_lanes(${c.laneTypes}, ${c.groups}::text[], ${c.now}, ${c.want}::int,
+                          (floor(random() * 4294967296) - 2147483648)::int, ${c.blockedGroups}) l
+      ${c.onlyIf ? sql `WHERE ${c.onlyIf}` : sql ``}
+    ),
+    top_lanes AS MATERIALIZED (SELECT * FROM lanes WHERE priority = (SELECT max(priority) FROM lanes)),
+    quota AS MATERIALIZED (SELECT ceil(${c.limit}::numeric / greatest(count(*), 1))::int AS q FROM top_lanes),
+    picked AS MATERIALIZED (
+      SELECT c.*, l.type AS lane_type, l.r FROM top_lanes l CROSS JOIN LATERAL (${laneJobs}) c
+    )`;
+}
+/**
+ * The CTE `more` (after `candidates`): `more`, slots left empty while a lane gave its whole share,
+ * more lanes may exist than were looked at, or a lower priority has queued jobs; `contended`, a
+ * lane gave nothing although its job was runnable in this snapshot — another claim took or locked
+ * it since (the lane walk and the lane's pick read the same rows, unless `contendedIf` says they
+ * may not).
+ */
+export function moreCte(c) {
+    // Whether a queued job waits below the lanes' priority: the highest such, read off the fairness
+    // index (per type for a typed claim) by a subquery ordered and limited that is not an EXISTS's
+    // own (PostgreSQL drops ORDER BY and LIMIT there). A bare EXISTS, planned generically while most
+    // rows were queued, became a sequential scan expecting a match at once; when none was there — a
+    // queue of one priority run dry, the usual case — it read the whole table on every lease that
+    // came back short.
+    const lowerLevel = c.byType
+        ? sql `EXISTS (SELECT 1 FROM unnest(${c.laneTypes}) AS lt(type) CROSS JOIN LATERAL (
+            SELECT j.priority FROM job j WHERE j.state = 'queued' AND j.type = lt.type AND j.priority < (SELECT max(priority) FROM lanes)
+            ORDER BY j.type, j.priority DESC LIMIT 1) x)`
+        : sql `(SELECT j.priority FROM job j WHERE j.state = 'queued' AND j.priority < (SELECT max(priority) FROM lanes)
+           ORDER BY j.priority DESC LIMIT 1) IS NOT NULL`;
+    return sql `
+    more AS MATERIALIZED (
+      SELECT (SELECT count(*) FROM candidates) < ${c.limit} AND (
+               EXISTS (SELECT 1 FROM picked GROUP BY lane_type, group_ HAVING count(*) >= (SELECT q FROM quota))
+               OR (SELECT count(*) FROM lanes) >= ${c.want}
+               OR ${lowerLevel}) AS more,
+             (SELECT count(*) FROM candidates) < ${c.limit} AND ${c.contendedIf ?? sql `true`}
+               AND (SELECT count(*) FROM (SELECT DISTINCT p.lane_type, p.group_ FROM picked p) x) < (SELECT count(*) FROM top_lanes) AS contended
+    )`;
+}
+/** A lease's length for slot `s` and job `j`: the slot's, else the job type's default (a probe of a table that is empty unless types have defaults), else jobclock's. */
+export const leaseLengthMs = sql `coalesce(s.lease, (SELECT td.lease FROM job_type_defaults td WHERE td.type = j.type), ${DEFAULT_LEASE_MS}::bigint)`;
+//# sourceMappingURL=lease-lanes.js.map

@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=schema.js.map

@@ -1,0 +1,2 @@
+export {};
+//# sourceMappingURL=deps.js.map
