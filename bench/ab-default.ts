@@ -23,7 +23,9 @@ try {
     const fresh = await server.createDatabase(template);
     await fresh.settle();
     const s = createDb({ url: fresh.url, poolSize: 1 });
-    await s.pool.query(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET pg_stat_statements.track = ''all''', current_database()); END $$`);
+    await s.pool.query(
+      `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET pg_stat_statements.track = ''all''', current_database()); END $$`,
+    );
     await s.destroy();
     const db = createDb({ url: fresh.url, poolSize: 2 });
     await db.pool.query(`UPDATE job SET group_ = 'g' || (id % 100000)`);
