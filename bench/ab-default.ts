@@ -1,14 +1,19 @@
 /**
- * A/B of the slim claim with the groups default: A and B alternate lease-and-report cycles of 100
- * on b.seq100k's queue (40,000 jobs over 100,000 groups, a default concurrency of 1), each on a
- * database of its own. AB_OTHER: B's build of src/repositories/jobs.js (default: this one);
- * AB_SETUP_A / AB_SETUP_B: SQL run on A's / B's database first; AB_REWRITE_B: [regexp,
- * replacement] pairs applied to B's lease statement; AB_DEFAULT=0 sets no default, AB_FORM=plain
- * takes the plain slim claim (AB_DEFAULT_A, AB_FORM_B…: for one side). Prints each one's µs per lease and report.
+ * `node dist/bench/ab-default.js`: an A/B of the slim claim with the groups default. A and B
+ * alternate lease-and-report cycles of 100 (AB_CYCLES, default 180, after 10 each to warm up) on
+ * b.seq100k's queue (40,000 jobs over 100,000 groups, a groups default of 1), each on a database of
+ * its own, and it prints each one's PostgreSQL time per lease and per report (µs). Alternating on one
+ * server is what tells a change of a few per cent from this machine's drift; identical sides differ
+ * by ±3 %. AB_OTHER: B's build of src/repositories/jobs.js (default: this one; a copy of another
+ * build's dist/ inside this checkout, so that its imports resolve); AB_SETUP_A / AB_SETUP_B: SQL run
+ * on A's / B's database first (another index, a function as it was); AB_REWRITE_B: [regexp,
+ * replacement] pairs applied to B's lease statement (a part taken out); AB_DEFAULT=0 sets no
+ * default, AB_FORM=plain takes the plain slim claim (AB_DEFAULT_B, AB_FORM_B…: for one side only).
  */
 import { createDb } from '../src/db/database.js';
 import * as here from '../src/repositories/jobs.js';
 import { BenchServer } from './lib/postgres.js';
+import { rewriting, spreadQueue } from './lib/statement-rewrite.js';
 import { Templates } from './lib/templates.js';
 
 type Leases = Pick<typeof here, 'jobLeaseSlim' | 'jobReport'>;
@@ -28,25 +33,10 @@ try {
     );
     await s.destroy();
     const db = createDb({ url: fresh.url, poolSize: 2 });
-    await db.pool.query(`UPDATE job SET group_ = 'g' || (id % 100000)`);
-    await db.pool.query('VACUUM FULL job');
-    await db.pool.query('ANALYZE job');
-    if (env('AB_DEFAULT') !== '0')
-      await db.pool.query(`INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())`);
+    await spreadQueue(db, 100_000, env('AB_DEFAULT') === '0' ? null : 1);
     if (setup) await db.pool.query(setup);
     await db.pool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-    const rewrites: [RegExp, string][] = JSON.parse(rewrite ?? '[]').map(([a, b]: [string, string]) => [new RegExp(a), b]);
-    const leaseDb = {
-      ...db,
-      prepared: <R>(st: { name: string; text: string; values: readonly unknown[] }) => {
-        let text = st.text;
-        for (const [a, b] of rewrites) {
-          if (!a.test(text)) throw new Error(`no match: ${a}`);
-          text = text.replace(a, b);
-        }
-        return db.prepared<R>({ ...st, text });
-      },
-    };
+    const leaseDb = rewriting(db, rewrite);
     const slots = [...Array(100)].map(() => ({ worker: 'p', leaseMs: 30_000 }));
     return {
       tag,
@@ -70,7 +60,7 @@ try {
   ];
   for (let i = 0; i < 10; i++) for (const s of sides) await s.cycle();
   for (const s of sides) await s.db.pool.query(`SELECT pg_stat_statements_reset()`);
-  const n = Number(process.env.PROFILE_CYCLES ?? 180);
+  const n = Number(process.env.AB_CYCLES ?? 180);
   for (let i = 0; i < n; i++) for (const s of sides) await s.cycle();
   const out: string[] = [];
   for (const s of sides) {

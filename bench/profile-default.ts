@@ -14,6 +14,7 @@
 import { createDb } from '../src/db/database.js';
 import { jobLeaseSlim, jobReport } from '../src/repositories/jobs.js';
 import { BenchServer } from './lib/postgres.js';
+import { rewriting, spreadQueue } from './lib/statement-rewrite.js';
 import { Templates } from './lib/templates.js';
 
 const log = (m: string) => process.stderr.write(`${m}\n`);
@@ -27,28 +28,9 @@ try {
     EXECUTE format('ALTER DATABASE %I SET pg_stat_statements.track = ''all''', current_database()); END $$`);
   await setup.destroy();
   const db = createDb({ url: fresh.url, poolSize: 2 });
-  const groups = Number(process.env.PROFILE_GROUPS ?? 100_000);
-  if (groups > 0) await db.pool.query(`UPDATE job SET group_ = 'g' || (id % ${groups})`);
-  await db.pool.query('VACUUM FULL job');
-  await db.pool.query('ANALYZE job');
-  if (process.env.PROFILE_DEFAULT !== '0')
-    await db.pool.query(`INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())`);
+  await spreadQueue(db, Number(process.env.PROFILE_GROUPS ?? 100_000), process.env.PROFILE_DEFAULT === '0' ? null : 1);
   const slots = [...Array(100)].map(() => ({ worker: 'p', leaseMs: 30_000 }));
-  const rewrites: [RegExp, string][] = JSON.parse(process.env.PROFILE_REWRITE ?? '[]').map(([a, b]: [string, string]) => [
-    new RegExp(a),
-    b,
-  ]);
-  const leaseDb = {
-    ...db,
-    prepared: <R>(st: { name: string; text: string; values: readonly unknown[] }) => {
-      let text = st.text;
-      for (const [a, b] of rewrites) {
-        if (!a.test(text)) throw new Error(`no match: ${a}`);
-        text = text.replace(a, b);
-      }
-      return db.prepared<R>({ ...st, name: `${st.name}_p`, text });
-    },
-  };
+  const leaseDb = rewriting(db, process.env.PROFILE_REWRITE, '_p');
   const cycle = async () => {
     const r = await jobLeaseSlim(leaseDb, { now: new Date(), types: ['noop'], slots }, process.env.PROFILE_FORM !== 'plain');
     if (r === null || r === 'groups-default') throw new Error('stood aside');

@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=schema.js.map

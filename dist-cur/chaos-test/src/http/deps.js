@@ -1,2 +1,0 @@
-export {};
-//# sourceMappingURL=deps.js.map
