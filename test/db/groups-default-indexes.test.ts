@@ -63,12 +63,20 @@ describe('the groups default on statistics taken before any job ran under it', (
     expect(most).toBeLessThan(GROUPS.length * 8);
   });
 
-  it('the answer: a group with a job running is refused, the others start after their last end', async () => {
+  it('the answer: a group with a job running is refused, the others start then or after their last end', async () => {
+    // customer-40's last job ended 5 s after NOW by the clock that recorded it
+    const ended = new Date(Date.parse(NOW) + 5_000);
+    await tdb.db.pool.query(
+      `INSERT INTO job (type, group_, args, run_at, state, attempts, worker, started_at, finished_at, updated_at, group_default)
+       VALUES ('t', 'customer-40', NULL, $1, 'finished', 1, 'w', $1, $2, $2, true)`,
+      [NOW, ended],
+    );
     const { rows } = await tdb.db.pool.query<{ at: (Date | null)[] }>(
       `SELECT jobclock_default_starts($1::text[], $2::int[], $3::boolean[], 1, $4::timestamptz) AS at`,
-      [['customer-3', 'customer-30', 'customer-31'], [1, 1, 1], [true, true, false], NOW],
+      [['customer-3', 'customer-30', 'customer-31', 'customer-40', 'customer-41'], [1, 1, 1, 1, 2], [true, true, false, true, true], NOW],
     );
-    expect(rows[0]!.at).toEqual([null, new Date(NOW), null]);
+    // running: refused; none ended: now; not locked: refused; ended later: then; ranked 2nd of 1: refused
+    expect(rows[0]!.at).toEqual([null, new Date(NOW), null, ended, null]);
   });
 
   it('jobclock_default_admit (the full statement) counts a group by its own entries', async () => {
