@@ -3,9 +3,9 @@
  * 0036). With a default concurrency n set, a job of a group without a flow_policy row of its own
  * begins only while fewer than n of its group's jobs run under the default: the lease marks the jobs
  * it begins so (job.group_default) and counts them (job_default_running_idx). No permit row: two
- * leases that both see a place free are kept from both taking it by jobclock_default_admit, which
- * takes a lock per group without waiting and counts the running jobs in a snapshot taken after it
- * (a group whose lock another lease holds is left to that lease, and this one claims again).
+ * leases that both see a place free are kept from both taking it by a lock per group, taken without
+ * waiting, and a count of the running jobs in a snapshot taken after it (defaultStarts; a group
+ * whose lock another lease holds is left to that lease, and this one claims again).
  * With a default rate set, such a job also takes a token of its group — a flow_token row of kind
  * 'default-group', made by the lease that first needs it and taken by an upsert that re-checks,
  * on the newest version of the row, that it was last used a whole window ago. A job takes its place
@@ -51,13 +51,51 @@ export const defaultGroupBlocked = (now: RawBuilder<unknown>) => sql`
 
 /**
  * The class of the transaction-level advisory locks (two-key form, keyed by hashtext(group)) a
- * lease takes on the groups it begins jobs of under the default concurrency: jobclock_default_admit
- * and the slim claim (migrations 0036, 0037) take the same.
+ * lease takes on the groups it begins jobs of under the default concurrency (defaultStarts); those
+ * of jobclock_default_admit (migration 0036, which instances of the previous release call) are the same.
  */
-export const DEFAULT_GROUP_LOCK = sql.lit(1245923140);
+const DEFAULT_GROUP_LOCK = sql.lit(1245923140);
 
 /** The groups default's concurrency for jobclock_lanes (null: none), after defaultGroupBlocked. */
 export const DEFAULT_CONCURRENCY = sql`(SELECT g.concurrency FROM group_default g)`;
+
+/**
+ * Whether candidate `d` (priority, group_, run_at, id, and rn: its rank within its group in this
+ * claim) is in order: every queued job of its group that comes before it (runAt, creation; the
+ * lanes hold the highest priority with a runnable job) is a candidate of this lease too — one that
+ * another lease holds locked (SKIP LOCKED passed it over) keeps its turn. A range of job_fair_idx.
+ */
+export const IN_GROUP_ORDER = sql`(SELECT count(*) FROM (
+               SELECT 1 FROM job j
+               WHERE j.state = 'queued' AND j.priority = d.priority AND hashtext(j.group_) = hashtext(d.group_) AND j.group_ = d.group_
+                 AND (j.run_at, j.id) < (d.run_at, d.id)
+               LIMIT d.rn) x) < d.rn`;
+
+/**
+ * The admission under the default concurrency `n`, as one row `at`: for each row `d` of `rows`
+ * (group_, rn, and k: 1, 2, … its place in the array) that `where` keeps, when it starts — `now`,
+ * or later when its group's last job begun under the default ended later by the clock that
+ * recorded it — or null where it may not begin. A row for which `may` holds takes its group's lock
+ * without waiting (a group another lease holds is left to that lease); then
+ * jobclock_default_starts (migration 0037) counts the locked groups' running jobs in a snapshot
+ * taken after the locks, which sees every lease that held one committed.
+ */
+export const defaultStarts = (c: {
+  rows: RawBuilder<unknown>;
+  where: RawBuilder<unknown>;
+  may: RawBuilder<unknown>;
+  n: RawBuilder<unknown>;
+  now: RawBuilder<unknown>;
+}) => sql`
+      SELECT jobclock_default_starts(l.groups, l.ranks, l.locked, ${c.n}, ${c.now}) AS at
+      FROM (
+        SELECT array_agg(d.group_ ORDER BY d.k) AS groups, array_agg(d.rn::int ORDER BY d.k) AS ranks,
+               array_agg(CASE WHEN ${c.may} THEN pg_try_advisory_xact_lock(${DEFAULT_GROUP_LOCK}, hashtext(d.group_)) ELSE false END
+                         ORDER BY d.k) AS locked
+        FROM ${c.rows}
+        WHERE ${c.where}
+        HAVING count(*) > 0
+      ) l`;
 
 /** The tokens of a group used within the window (a JSON array, empty for none). */
 const usedTokens = (group: RawBuilder<unknown>) => sql`coalesce((SELECT u.used -> ${group} FROM default_used u), '[]'::jsonb)`;
@@ -73,19 +111,50 @@ export const WITHIN_DEFAULT_GROUP_SHARE = sql`(NOT EXISTS (SELECT 1 FROM group_p
 
 /**
  * After `refused` (the declared limits' refusals): the candidates of undeclared groups that may
- * begin. `default_heads`: under a default concurrency, those in order within their group;
- * `default_admitted`: how many more of each of their groups may begin, counted under the group's
- * lock (jobclock_default_admit), and when the group's last job ended; `default_places`: the heads
- * within that many. They take their group's free tokens under a default rate, the k-th candidate
- * of a group the k-th one free in this statement's snapshot; each upsert re-checks its row on the
- * newest version (waiting for a lease that holds it uncommitted), so a token another lease took
- * meanwhile is refused. Jobs that this lease may drop instead (past startBy; periodic jobs with a
- * drop check) take neither: only a job that runs counts. `default_holders`: the jobs that begin
- * under the default concurrency (arrays of ids and of their groups' last ends, looked up by
- * position: the generic plan's estimates made joins quadratic); `all_refused`: both kinds of refusal.
+ * begin. `default_needs`: those of undeclared groups that would run (jobs this lease may drop
+ * instead — past startBy; periodic jobs with a drop check — take neither a place nor a token: only
+ * a job that runs counts); `default_heads`: under a default concurrency, those in order within
+ * their group (IN_GROUP_ORDER); `default_admitted`: when each head starts, or null (defaultStarts,
+ * as the slim claim decides it); `default_places`: the heads that begin. They take their group's
+ * free tokens under a default rate, the k-th candidate of a group the k-th one free in this
+ * statement's snapshot; each upsert re-checks its row on the newest version (waiting for a lease
+ * that holds it uncommitted), so a token another lease took meanwhile is refused.
+ * `default_holders`: the jobs that begin under the default concurrency (arrays of ids and of their
+ * starts, looked up by position: the generic plan's estimates made joins quadratic);
+ * `all_refused`: both kinds of refusal.
  */
 export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
-    ${defaultGroupPlaces(now)},
+    default_needs AS MATERIALIZED (
+      SELECT c.id, c.group_, c.priority, c.run_at, row_number() OVER (PARTITION BY hashtext(c.group_), c.group_ ORDER BY c.priority DESC, c.run_at, c.id) AS rn
+      FROM candidates c
+      WHERE EXISTS (SELECT 1 FROM group_policy) AND c.id NOT IN (SELECT id FROM refused)
+        AND (c.start_by <= ${now}) IS NOT TRUE AND NOT (c.periodic_task_id IS NOT NULL AND c.run_interval IS NOT NULL)
+        AND ${undeclared(sql`c.group_`)}
+    ),
+    default_heads AS MATERIALIZED (
+      SELECT d.*, row_number() OVER (ORDER BY d.id) AS k,
+             -- its group's tokens free: the first rn of them at most (among the used ones + rn); null: no default rate
+             CASE WHEN EXISTS (SELECT 1 FROM group_rate) THEN (
+               SELECT coalesce(array_agg(x.n ORDER BY x.n), '{}')
+               FROM (SELECT ${usedTokens(sql`d.group_`)} AS ns) u,
+                    generate_series(1, least((SELECT r.rate_limit FROM group_rate r), jsonb_array_length(u.ns) + d.rn::int)) x(n)
+               WHERE NOT u.ns @> to_jsonb(x.n)) END AS ts
+      FROM default_needs d
+      WHERE NOT EXISTS (SELECT 1 FROM group_default) OR ${IN_GROUP_ORDER}
+    ),
+    default_admitted AS MATERIALIZED (${defaultStarts({
+      rows: sql`default_heads d`,
+      where: sql`EXISTS (SELECT 1 FROM group_default)`,
+      may: sql`d.rn <= ${DEFAULT_CONCURRENCY}`,
+      n: DEFAULT_CONCURRENCY,
+      now,
+    })}
+    ),
+    default_places AS MATERIALIZED (
+      SELECT d.id, d.group_, d.rn, d.ts, (SELECT a.at[d.k] FROM default_admitted a) AS start_at
+      FROM default_heads d
+      WHERE NOT EXISTS (SELECT 1 FROM group_default) OR (SELECT a.at[d.k] FROM default_admitted a) IS NOT NULL
+    ),
     default_tokens AS (
       INSERT INTO flow_token AS t (kind, name, n, used_at)
       SELECT 'default-group', d.group_, d.ts[d.rn], ${now}
@@ -101,7 +170,7 @@ export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
       SELECT coalesce(array_agg(d.id), '{}') AS ids FROM default_places d JOIN default_tokens t ON t.name = d.group_ AND t.n = d.ts[d.rn]
     ),
     default_holders AS MATERIALIZED (
-      SELECT coalesce(array_agg(d.id), '{}') AS ids, coalesce(array_agg(d.last_end), '{}') AS released
+      SELECT coalesce(array_agg(d.id), '{}') AS ids, coalesce(array_agg(d.start_at), '{}') AS starts
       FROM default_places d
       WHERE EXISTS (SELECT 1 FROM group_default)
         AND (NOT EXISTS (SELECT 1 FROM group_rate) OR d.id = ANY ((SELECT h.ids FROM default_token_holders h)::bigint[]))
@@ -114,53 +183,4 @@ export const defaultGroupGrants = (now: RawBuilder<unknown>) => sql`
       SELECT d.id FROM default_needs d
       WHERE NOT d.id = ANY ((SELECT CASE WHEN EXISTS (SELECT 1 FROM group_default) THEN h.ids ELSE t.ids END
                              FROM default_holders h, default_token_holders t)::bigint[])
-    )`;
-
-/**
- * `default_needs`, `default_heads`, `default_admitted` and `default_places` (see defaultGroupGrants),
- * after `candidates` and `refused`; shared with the slim claim, which serves a default concurrency
- * without a rate (its `ts` are then null).
- */
-export const defaultGroupPlaces = (now: RawBuilder<unknown>) => sql`
-    default_needs AS MATERIALIZED (
-      SELECT c.id, c.group_, c.priority, c.run_at, row_number() OVER (PARTITION BY hashtext(c.group_), c.group_ ORDER BY c.priority DESC, c.run_at, c.id) AS rn
-      FROM candidates c
-      WHERE EXISTS (SELECT 1 FROM group_policy) AND c.id NOT IN (SELECT id FROM refused)
-        AND (c.start_by <= ${now}) IS NOT TRUE AND NOT (c.periodic_task_id IS NOT NULL AND c.run_interval IS NOT NULL)
-        AND ${undeclared(sql`c.group_`)}
-    ),
-    -- under a default concurrency, in order: a candidate begins only if every queued job of its
-    -- group that comes before it (runAt, creation; the lanes hold the highest priority with a
-    -- runnable job) is a candidate of this lease too: one that another lease holds locked (SKIP
-    -- LOCKED passed it over) keeps its turn. A range of job_fair_idx per candidate.
-    default_heads AS MATERIALIZED (
-      SELECT d.*,
-             -- its group's tokens free: the first rn of them at most (among the used ones + rn); null: no default rate
-             CASE WHEN EXISTS (SELECT 1 FROM group_rate) THEN (
-               SELECT coalesce(array_agg(x.n ORDER BY x.n), '{}')
-               FROM (SELECT ${usedTokens(sql`d.group_`)} AS ns) u,
-                    generate_series(1, least((SELECT r.rate_limit FROM group_rate r), jsonb_array_length(u.ns) + d.rn::int)) x(n)
-               WHERE NOT u.ns @> to_jsonb(x.n)) END AS ts
-      FROM default_needs d
-      WHERE NOT EXISTS (SELECT 1 FROM group_default)
-         OR (SELECT count(*) FROM (
-               SELECT 1 FROM job j
-               WHERE j.state = 'queued' AND j.priority = d.priority AND hashtext(j.group_) = hashtext(d.group_) AND j.group_ = d.group_
-                 AND (j.run_at, j.id) < (d.run_at, d.id)
-               LIMIT d.rn) x) < d.rn
-    ),
-    -- the places free of the heads' groups, counted under each group's lock (a statement's
-    -- snapshot may predate another lease's commit): arrays by group
-    default_admitted AS MATERIALIZED (
-      SELECT coalesce(array_agg(a.name), '{}') AS names, coalesce(array_agg(a.free), '{}') AS free,
-             coalesce(array_agg(a.last_end), '{}') AS last_end
-      FROM group_default g
-      CROSS JOIN LATERAL jobclock_default_admit(ARRAY(SELECT DISTINCT h.group_ FROM default_heads h), g.concurrency) a
-      WHERE EXISTS (SELECT 1 FROM default_heads)
-    ),
-    default_places AS MATERIALIZED (
-      SELECT d.id, d.group_, d.rn, d.ts, (SELECT a.last_end[k.i] FROM default_admitted a) AS last_end
-      FROM default_heads d
-      LEFT JOIN LATERAL (SELECT array_position(a.names, d.group_) AS i FROM default_admitted a) k ON true
-      WHERE NOT EXISTS (SELECT 1 FROM group_default) OR d.rn <= (SELECT a.free[k.i] FROM default_admitted a)
     )`;

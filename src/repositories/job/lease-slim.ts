@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
-import { DEFAULT_GROUP_LOCK } from './lease-default-group.js';
+import { defaultStarts, IN_GROUP_ORDER } from './lease-default-group.js';
 import { laneCtes, laneWant, leasedJobSet, moreCte } from './lease-lanes.js';
 import { JOB_COLUMNS, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 
@@ -185,32 +185,16 @@ export async function jobLeaseSlim(
         ORDER BY p.turn, p.r LIMIT ${v.limit}) p
     ),
     ${special},
-    -- under the default, when each candidate starts (by k; null: it may not begin now). A candidate
-    -- within the default's share of its group in this claim (its rank, rn) and in order — every
-    -- queued job of its group that comes before it (runAt, creation; the lanes hold the highest
-    -- priority with a runnable job) is a candidate too: one that another lease holds locked (SKIP
-    -- LOCKED passed it over) keeps its turn; a range of job_fair_idx — takes its group's lock
-    -- without waiting (a group another lease holds is left to it); then jobclock_default_starts
-    -- (migration 0037) counts the locked groups' running jobs in a snapshot taken after the locks,
-    -- which sees every lease that held one committed, and reads their last ends.
-    starts AS MATERIALIZED (
-      SELECT jobclock_default_starts(l.groups, l.ranks, l.locked, (SELECT g.n FROM group_default g), ${now}) AS at
-      FROM (
-        SELECT array_agg(d.group_ ORDER BY d.k) AS groups, array_agg(d.rn::int ORDER BY d.k) AS ranks,
-               -- the group's lock, taken without waiting, for a candidate within the default and in order
-               array_agg(CASE WHEN d.rn <= (SELECT g.n FROM group_default g)
-                               AND (SELECT count(*) FROM (
-                                      SELECT 1 FROM job j
-                                      WHERE j.state = 'queued' AND j.priority = d.priority
-                                        AND hashtext(j.group_) = hashtext(d.group_) AND j.group_ = d.group_
-                                        AND (j.run_at, j.id) < (d.run_at, d.id)
-                                      LIMIT d.rn) x) < d.rn
-                              THEN pg_try_advisory_xact_lock(${DEFAULT_GROUP_LOCK}, hashtext(d.group_)) ELSE false END ORDER BY d.k) AS locked
-        FROM (SELECT c.*, row_number() OVER (PARTITION BY hashtext(c.group_), c.group_ ORDER BY c.priority DESC, c.run_at, c.id) AS rn
-              FROM candidates c) d
-        WHERE EXISTS (SELECT 1 FROM group_default) AND NOT (SELECT x.fallback FROM special x)
-        HAVING count(*) > 0
-      ) l
+    -- under the default, when each candidate starts (by k; null: it may not begin now): one within
+    -- the default's share of its group in this claim (rn) and in order takes its group's lock
+    starts AS MATERIALIZED (${defaultStarts({
+      rows: sql`(SELECT c.*, row_number() OVER (PARTITION BY hashtext(c.group_), c.group_ ORDER BY c.priority DESC, c.run_at, c.id) AS rn
+                 FROM candidates c) d`,
+      where: sql`EXISTS (SELECT 1 FROM group_default) AND NOT (SELECT x.fallback FROM special x)`,
+      may: sql`d.rn <= (SELECT g.n FROM group_default g) AND ${IN_GROUP_ORDER}`,
+      n: sql`(SELECT g.n FROM group_default g)`,
+      now,
+    })}
     ),
     begins AS MATERIALIZED (
       SELECT c.*, CASE WHEN EXISTS (SELECT 1 FROM group_default) THEN (SELECT s.at[c.k] FROM starts s) ELSE ${now} END AS start_at

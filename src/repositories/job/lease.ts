@@ -301,7 +301,7 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
       SELECT d.*, count(*) FILTER (WHERE NOT d.to_drop) OVER (ORDER BY d.priority DESC, d.run_at, d.id ROWS UNBOUNDED PRECEDING) AS slot,
              h.k IS NOT NULL OR dh.k IS NOT NULL AS holds_slot, dh.k IS NOT NULL AS in_default,
              -- not before the job that held its slot stopped (see flow_slot.released_at)
-             greatest(${now}, (SELECT x.released[h.k] FROM slot_holders x), (SELECT x.released[dh.k] FROM default_holders x)) AS start_at
+             greatest(${now}, (SELECT x.released[h.k] FROM slot_holders x), (SELECT x.starts[dh.k] FROM default_holders x)) AS start_at
       FROM decided d
       LEFT JOIN LATERAL (SELECT array_position(x.ids, d.id) AS k FROM slot_holders x) h ON h.k IS NOT NULL
       LEFT JOIN LATERAL (SELECT array_position(x.ids, d.id) AS k FROM default_holders x) dh ON dh.k IS NOT NULL
