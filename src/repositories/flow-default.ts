@@ -27,6 +27,12 @@ export interface GroupsDefaultPatch {
 }
 
 /** The default for undeclared groups and how many permits exist. */
+/**
+ * A job (alias `j`) running under the groups default: job_default_running_idx's condition (migration
+ * 0037), written so that no other index's predicate follows from it (see there).
+ */
+export const RUNNING_UNDER_DEFAULT = sql`j.group_default AND coalesce(j.state = 'running', false)`;
+
 export async function groupsDefaultGet(db: Executor): Promise<GroupsDefault> {
   const { rows } = await sql<{
     concurrency: number | null;
@@ -40,10 +46,9 @@ export async function groupsDefaultGet(db: Executor): Promise<GroupsDefault> {
            r.groups_running, r.permits,
            (SELECT count(*) FROM flow_token t WHERE t.kind = 'default-group')::int AS tokens
     FROM (SELECT 1) one LEFT JOIN flow_default d ON d.kind = 'group',
-         -- the places taken: the jobs running under the default (migration 0036), by group; the
-         -- condition is job_default_running_idx's (migration 0037)
+         -- the places taken: the jobs running under the default (migration 0036), by group
          (SELECT count(DISTINCT j.group_)::int AS groups_running, count(*)::int AS permits
-            FROM job j WHERE j.group_default AND coalesce(j.state = 'running', false)) r`.execute(db.kysely);
+            FROM job j WHERE ${RUNNING_UNDER_DEFAULT}) r`.execute(db.kysely);
   const r = rows[0]!;
   return {
     concurrency: r.concurrency,

@@ -6,6 +6,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/executor.js';
 import { CHANNELS } from '../db/notifications.js';
+import { RUNNING_UNDER_DEFAULT } from './flow-default.js';
 import type { PolicyFacts } from '../domain/explain.js';
 
 export type FlowKind = 'type' | 'group';
@@ -189,8 +190,7 @@ export async function flowFactsOf(db: Executor, type: string, group: string, now
            greatest(d.rate_limit - u.n, 0), u.next_at, true
       FROM flow_default d,
            LATERAL (SELECT count(*)::int AS n FROM job j
-                     WHERE j.group_default AND coalesce(j.state = 'running', false) -- as job_default_running_idx (migration 0037)
-                       AND hashtext(j.group_) = hashtext(${group}) AND j.group_ = ${group}) h,
+                     WHERE ${RUNNING_UNDER_DEFAULT} AND hashtext(j.group_) = hashtext(${group}) AND j.group_ = ${group}) h,
            LATERAL (SELECT count(*)::int AS n, min(t.used_at) + d.rate_window_ms * interval '1 millisecond' AS next_at FROM flow_token t
                      WHERE t.kind = 'default-group' AND t.name = ${group} AND t.n <= d.rate_limit
                        AND t.used_at > ${now}::timestamptz - d.rate_window_ms * interval '1 millisecond') u
