@@ -10,8 +10,10 @@
  * 12 within rounds.
  */
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { PgBoss as PgBoss12 } from 'pg-boss-12';
 import { createDb, type Db } from '../src/db/database.js';
+import { migrationsDir } from '../src/db/migrate.js';
 import { jobLease, jobLeaseFull, jobLeaseSlim, jobReport, type LeaseResult, type SlimLeaseResult } from '../src/repositories/jobs.js';
 import { BenchServer } from './lib/postgres.js';
 import { PGBOSS_QUEUE, pgBoss12Options, Templates } from './lib/templates.js';
@@ -46,6 +48,13 @@ function rewritten(db: Db, rewrite: (text: string) => string): Db {
 
 /** Setup that spreads the copied queue's jobs over `n` groups (job i in group i mod n), rewritten. */
 const spreadOver = (n: number) => [`UPDATE job SET group_ = 'g' || (id % ${n})`, 'VACUUM FULL job', 'ANALYZE job'];
+
+/** Migration 0037's jobclock_lanes (one descent a lane), put back in place of the walk in batches (0038). */
+const walk0037 = (): string => {
+  const text = readFileSync(path.join(migrationsDir(), '0037_groups_default_keyed_by_hash.sql'), 'utf8');
+  const start = text.indexOf('CREATE OR REPLACE FUNCTION jobclock_lanes(');
+  return text.slice(start, text.indexOf('$function$;', start) + '$function$;'.length);
+};
 
 /** The slim claim with the groups default's parts (lease-slim.ts), which must not stand aside. */
 const slimWithDefault: LeaseFn = (db, slots) =>
@@ -82,6 +91,32 @@ const LEASES: Record<string, Lease> = {
     lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
     setup: spreadOver(100_000),
   },
+  // the same with the table's rows laid out in the lanes' order (the hash ring of groups): what
+  // the scatter of a fair claim's rows over the heap costs its lease and report
+  'groups100k-clustered': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [
+      `UPDATE job SET group_ = 'g' || (id % 100000)`,
+      'CREATE INDEX bench_ring_order ON job (hashtext(group_), group_, run_at, id)',
+      'CLUSTER job USING bench_ring_order',
+      'DROP INDEX bench_ring_order',
+      'ANALYZE job',
+    ],
+  },
+  // the README loop's queue and the grouped ones with the lanes walked one descent a lane, as
+  // before migration 0038
+  'walk-0037': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [walk0037()],
+  },
+  'groups100-walk-0037': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [...spreadOver(100), walk0037()],
+  },
+  'groups100k-walk-0037': {
+    lease: (db, slots) => jobLease(db, { now: new Date(), types: ['noop'], slots }),
+    setup: [...spreadOver(100_000), walk0037()],
+  },
   // the full statement over 100,000 groups, and with the groups-default concurrency 1 (b.seq100k:
   // the slim claim counts each group's running jobs, migration 0036)
   'full-groups100k': {
@@ -102,6 +137,10 @@ const LEASES: Record<string, Lease> = {
   // the same through the full statement (where a group declared a policy of its own). Called
   // directly: jobLease would try the slim claim, see it stand aside and send the other variants'
   // next leases of this process to the full statement as well
+  'seq100k-walk-0037': {
+    lease: (db, slots) => slimWithDefault(db, slots),
+    setup: [...spreadOver(100_000), "INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())", walk0037()],
+  },
   'seq100k-full': {
     lease: (db, slots) => jobLeaseFull(db, { now: new Date(), types: ['noop'], slots }),
     setup: [...spreadOver(100_000), "INSERT INTO flow_default (kind, concurrency, updated_at) VALUES ('group', 1, now())"],
