@@ -26,13 +26,13 @@ export interface GroupsDefaultPatch {
   rate?: DefaultRate | null | undefined;
 }
 
-/** The default for undeclared groups and how many permits exist. */
 /**
  * A job (alias `j`) running under the groups default: job_default_running_idx's condition (migration
  * 0037), written so that no other index's predicate follows from it (see there).
  */
 export const RUNNING_UNDER_DEFAULT = sql`j.group_default AND coalesce(j.state = 'running', false)`;
 
+/** The default for undeclared groups and how many permits exist. */
 export async function groupsDefaultGet(db: Executor): Promise<GroupsDefault> {
   const { rows } = await sql<{
     concurrency: number | null;
