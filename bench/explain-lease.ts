@@ -10,7 +10,11 @@
  * leases and reports of 100 first, as a worker loop leaves the table (dead index entries of the
  * jobs that left the queue, not yet vacuumed). EXPLAIN_GROUPS=n spreads the jobs over n groups first
  * (job i in group i mod n, the table rewritten), as the b.groups rows do; EXPLAIN_DEFAULT=n sets a
- * groups-default concurrency of n first (b.seq1000 and b.seq100k: n = 1).
+ * groups-default concurrency of n first (b.seq1000 and b.seq100k: n = 1). EXPLAIN_RUNNING=n then
+ * leases n jobs (in leases of 100) and leaves them running, as the other workers' leases do in a
+ * bench row (under the default, their groups are full). EXPLAIN_LANES=1 also explains the
+ * statements inside a typed call of jobclock_lanes (auto_explain, nested statements) from a random
+ * place on the ring, as the claim makes it.
  */
 import type pg from 'pg';
 import { createDb } from '../src/db/database.js';
@@ -49,6 +53,11 @@ try {
     });
     const reports = leased.map((j) => ({ id: j.id, leaseToken: j.leaseToken, outcome: 'finished' as const, jitter: 1 }));
     await jobReport(db, reports, new Date(), { jobs: false });
+  }
+  // EXPLAIN_RUNNING=n: n jobs leased and left running (the other workers' leases, meanwhile)
+  for (let left = Number(process.env.EXPLAIN_RUNNING ?? 0); left > 0; left -= 100) {
+    const slots = [...Array(Math.min(100, left))].map(() => ({ worker: 'running', leaseMs: 600_000 }));
+    await jobLease(db, { now: new Date(), types: ['noop'], slots });
   }
   const client = await fresh.client('bench-explain');
   client.on('error', () => undefined);
@@ -123,6 +132,20 @@ try {
       `EXPLAIN (ANALYZE, BUFFERS) EXECUTE ${name}(${now.map(literal).join(', ')})`,
     );
     console.log(`\n=== ${label}\n${rows.map((r) => r['QUERY PLAN']).join('\n')}`);
+  }
+  if (process.env.EXPLAIN_LANES) {
+    await client.query(`LOAD 'auto_explain'`);
+    for (const set of ['log_min_duration = 0', 'log_nested_statements = on', 'log_analyze = on', 'log_buffers = on', 'log_level = notice'])
+      await client.query(`SET auto_explain.${set}`);
+    const notices: string[] = [];
+    client.on('notice', (n) => notices.push(n.message ?? ''));
+    const start = Math.floor(Math.random() * 2 ** 32) - 2 ** 31;
+    await client.query(
+      `SELECT count(*) FROM jobclock_lanes(ARRAY['noop'], NULL, now(), 100, $1, '{}', (SELECT concurrency FROM flow_default WHERE kind = 'group'))`,
+      [start],
+    );
+    await client.query(`SET auto_explain.log_min_duration = -1`);
+    console.log(`\n=== jobclock_lanes, typed, from ${start}: its statements\n${notices.join('\n\n')}`);
   }
   await client.end();
   await db.destroy();
