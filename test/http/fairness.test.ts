@@ -105,8 +105,8 @@ describe('fairness between groups', () => {
   });
 
   it('looks at every group over time when there are more groups than a lease looks at', async () => {
-    // 400 groups of one job and one group with a backlog: a lease of 100 looks at 200 groups from a
-    // random point, and takes at most one job of each while there are 100 groups or more to take from
+    // 400 groups of one job and one group with a backlog: a lease of 100 looks at 200 groups from its
+    // point of the ring, and takes at most one job of each while there are 100 groups or more to take from
     for (let g = 0; g < 400; g++) await backlog(`t${g}`, 1);
     await backlog('hog', 5_000, { ageMs: 7_200_000 });
     const taken: Leased[] = [];

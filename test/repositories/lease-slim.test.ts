@@ -36,8 +36,9 @@ class RolledBack<T> extends Error {
 }
 
 /**
- * The order of lanes within a turn is random (random() in the statement): seeded the same, the
- * full statement and the slim claim draw the same lanes in the same order.
+ * The order of lanes within a turn is random (random() in the statement): seeded the same, and
+ * walking the ring from the same point (params), the full statement and the slim claim draw the
+ * same lanes in the same order.
  */
 const seeded = (tx: PreparedExecutor) => tx.prepared({ name: 'test_seed', text: 'SELECT setseed(0.25)', values: [] });
 
@@ -77,6 +78,8 @@ async function mixedQueue(): Promise<void> {
 
 const params = (over: Partial<LeaseParams> = {}): LeaseParams => ({
   now: NOW,
+  // one starting point on the ring for both statements (the lanes' order follows from it)
+  laneStart: 12345,
   slots: Array.from({ length: 9 }, (_, i) => ({ worker: `w${i}`, leaseMs: i % 2 === 0 ? 45_000 : null })),
   ...over,
 });

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
 import { defaultStarts, IN_GROUP_ORDER } from './lease-default-group.js';
-import { laneCtes, laneWant, leasedJobSet, moreCte } from './lease-lanes.js';
+import { laneCtes, laneWant, leasedJobSet, moreCte, nextLaneStart } from './lease-lanes.js';
 import { JOB_COLUMNS, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 
 /**
@@ -31,6 +31,8 @@ export interface SlimLeaseParams {
   types?: readonly string[] | undefined;
   groups?: readonly string[] | undefined;
   slots: readonly { worker: string; leaseMs: number | null }[];
+  /** As LeaseParams.laneStart. */
+  laneStart?: number | undefined;
 }
 
 /** A slim claim's outcome: null when it stood aside for the full statement (nothing was changed). */
@@ -83,6 +85,7 @@ export async function jobLeaseSlim(
     types: byType ? [...new Set(p.types)] : null,
     groups: byGroup ? [...new Set(p.groups)] : null,
     want: laneWant(p.slots.length),
+    start: p.laneStart ?? nextLaneStart(),
   };
   type Row = JobRow & {
     slot: number | null;
@@ -99,7 +102,7 @@ export async function jobLeaseSlim(
     // an untyped lease takes no job of a push type (those go to the type's endpoint)
     const pushTypes = byType ? sql`` : sql`OR EXISTS (SELECT 1 FROM push_type)`;
     const laneTypes = byType ? sql`ARRAY(SELECT DISTINCT t FROM unnest(${v.types}::text[]) AS t)` : sql`NULL::text[]`;
-    const claim = { byType, now, laneTypes, groups: v.groups, want: v.want, limit: v.limit };
+    const claim = { byType, now, laneTypes, groups: v.groups, want: v.want, start: v.start, limit: v.limit };
     const columns = sql`j.id, j.type, j.group_, j.priority, j.run_at, j.periodic_task_id, j.start_by`;
     const returned = sql.join(RETURNED.map((c) => sql.ref(`j.${c}`)));
     // what only the full statement does: flow control, periodic tasks' machinery, startBy

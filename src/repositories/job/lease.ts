@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { PreparedExecutor } from '../../db/executor.js';
 import { compiledOnce } from './compile.js';
-import { laneCtes, laneWant, leasedJobSet, moreCte } from './lease-lanes.js';
+import { laneCtes, laneWant, leasedJobSet, moreCte, nextLaneStart } from './lease-lanes.js';
 import { JOB_COLUMNS, jobCols, type JobRow, type LeasedInSlot, leasedFromRow } from './row.js';
 import { DEFAULT_CONCURRENCY, defaultGroupBlocked, defaultGroupGrants, WITHIN_DEFAULT_GROUP_SHARE } from './lease-default-group.js';
 import { jobLeaseSlim, type SlimLeaseResult } from './lease-slim.js';
@@ -21,6 +21,8 @@ export interface LeaseParams {
   groups?: readonly string[] | undefined;
   /** One per job wanted; claimed jobs fill them in order. */
   slots: readonly LeaseSlot[];
+  /** Where on the ring of group hashes the lanes' walk starts (int4); default: this process's next (nextLaneStart). */
+  laneStart?: number | undefined;
 }
 
 export interface DroppedJob {
@@ -143,6 +145,7 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     types: byType ? [...new Set(p.types)] : null,
     groups: byGroup ? [...new Set(p.groups)] : null,
     want: laneWant(p.slots.length),
+    start: p.laneStart ?? nextLaneStart(),
   };
   type Row = JobRow & {
     task_state: unknown;
@@ -162,7 +165,7 @@ export async function jobLeaseFull(db: PreparedExecutor, p: LeaseParams): Promis
     const laneTypes = byType
       ? sql`ARRAY(SELECT DISTINCT t FROM unnest(${v.types}::text[]) AS t WHERE NOT t = ANY((SELECT b.types FROM blocked_keys b)::text[]))`
       : sql`NULL::text[]`;
-    const claim = { byType, now, laneTypes, groups: v.groups, want: v.want, limit: v.limit };
+    const claim = { byType, now, laneTypes, groups: v.groups, want: v.want, start: v.start, limit: v.limit };
     const pushTypes = byType ? sql`` : sql`|| ARRAY(SELECT pt.type FROM push_type pt)`;
     const contendedTypes = byType ? sql`true` : sql`cardinality((SELECT b.types FROM blocked_keys b)) = 0`;
     const windowStart = (alias: string) => sql`${now} - ${ms(sql`${sql.ref(`${alias}.rate_window_ms`)}`)}`;
