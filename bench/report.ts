@@ -179,9 +179,11 @@ export function summarize(
       figures[`${key}.busy`] = { median, overlaps };
     }
   }
+  // the target is the default's cost: against the same loop over the same 100,000 groups without
+  // it (the spread over as many groups costs the README loop by itself, b.groups100k; bench/README.md)
   rate('b.seq100k', '(b) jobclock: the same over 100,000 groups', 'jobs/s', [
-    { key: 'b.loop', label: 'README loop', min: 0.8 },
-    { key: 'b.groups100k', label: 'the same without the default' },
+    { key: 'b.groups100k', label: 'the same without the default', min: 0.8 },
+    { key: 'b.loop', label: 'README loop' },
   ]);
   rate('b.groups100k', '(b) jobclock: README loop over 100,000 groups, no default', 'jobs/s', [{ key: 'b.loop', label: 'README loop' }]);
   rate('b.rate1000', '(b) jobclock: README loop over 1,000 groups under a default rate (1000/1s) that does not bind', 'jobs/s', [
