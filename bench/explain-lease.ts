@@ -13,11 +13,12 @@
  * groups-default concurrency of n first (b.seq1000 and b.seq100k: n = 1). EXPLAIN_RUNNING=n then
  * leases n jobs (in leases of 100) and leaves them running, as the other workers' leases do in a
  * bench row (under the default, their groups are full). EXPLAIN_LANES=1 also explains the
- * statements inside a typed call of jobclock_lanes (auto_explain, nested statements) from a random
- * place on the ring, as the claim makes it.
+ * statements inside a typed call of jobclock_lanes (auto_explain, nested statements) from the next
+ * point of this process's sequence on the ring (nextLaneStart), as a lease makes it.
  */
 import type pg from 'pg';
 import { createDb } from '../src/db/database.js';
+import { nextLaneStart } from '../src/repositories/job/lease-lanes.js';
 import { jobLease, jobLeaseFull, jobLeaseSlim, jobReport } from '../src/repositories/jobs.js';
 import { BenchServer } from './lib/postgres.js';
 import { Templates } from './lib/templates.js';
@@ -139,7 +140,7 @@ try {
       await client.query(`SET auto_explain.${set}`);
     const notices: string[] = [];
     client.on('notice', (n) => notices.push(n.message ?? ''));
-    const start = Math.floor(Math.random() * 2 ** 32) - 2 ** 31;
+    const start = nextLaneStart();
     await client.query(
       `SELECT count(*) FROM jobclock_lanes(ARRAY['noop'], NULL, now(), 100, $1, '{}', (SELECT concurrency FROM flow_default WHERE kind = 'group'))`,
       [start],
